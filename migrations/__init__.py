@@ -1,0 +1,1 @@
+"""Alembic migrations for the ragqual history database (installed as ragqual.migrations)."""

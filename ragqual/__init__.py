@@ -1,0 +1,3 @@
+"""ragqual: measure the quality of a RAG pipeline and keep every measurement as history."""
+
+__version__ = "0.1.0"

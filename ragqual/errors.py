@@ -1,0 +1,72 @@
+"""The ragqual exception tree and the exit codes the CLI maps it to.
+
+    RagqualError                 exit 2 unless a subclass says otherwise
+    ├── InputError               2  bad input or usage (file and line in the message)
+    │   └── ValidationFailed     2  several input problems found in one pass
+    ├── SchemaOutOfDate          2  database behind the migrations (names the fix)
+    ├── CacheMiss                2  replay mode asked for an answer the cache lacks
+    ├── GateFailed               1  a regression or a quality gate failed
+    ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
+    └── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_GATE = 1
+EXIT_INPUT = 2
+EXIT_SERVICE = 3
+
+
+class RagqualError(Exception):
+    """Base of every error ragqual raises on purpose."""
+
+    exit_code = EXIT_INPUT
+
+
+class InputError(RagqualError):
+    exit_code = EXIT_INPUT
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem in one input file; `line` is 1-based, None for whole-file problems."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+class ValidationFailed(InputError):
+    """Every problem found in one pass over the inputs, not only the first."""
+
+    def __init__(self, issues: list[Issue]):
+        self.issues = list(issues)
+        head = f"{len(self.issues)} problem(s) in the input"
+        super().__init__(head + "\n" + "\n".join(str(i) for i in self.issues))
+
+
+class SchemaOutOfDate(RagqualError):
+    exit_code = EXIT_INPUT
+
+
+class CacheMiss(RagqualError):
+    exit_code = EXIT_INPUT
+
+
+class GateFailed(RagqualError):
+    exit_code = EXIT_GATE
+
+
+class LeakDetected(RagqualError):
+    exit_code = EXIT_GATE
+
+
+class ServiceUnavailable(RagqualError):
+    exit_code = EXIT_SERVICE
