@@ -1,0 +1,3 @@
+from ragqual.cli.main import main
+
+main()

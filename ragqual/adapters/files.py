@@ -1,0 +1,163 @@
+"""Read the corpus and golden folders from disk, guarding the edge before the pure parsers.
+
+Only files directly inside the folder are read, sorted by name: `*.md` documents
+(capitalised notes such as SOURCES.md skipped) and `*.jsonl` goldens; hidden files
+(editor locks and backups) are skipped. A file is refused, with the rest still checked, when its resolved
+path leaves the folder (a symlink to elsewhere), when it is not a regular file, or
+when it is over the size limit; an oversized file is never read past the limit.
+Everything found goes into one ValidationFailed together with the parsers' findings.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import TypeVar
+
+from ragqual.core.corpus import DOC_SUFFIX, Document, doc_id_for, is_corpus_note, parse_corpus
+from ragqual.core.goldens import Golden, parse_goldens
+from ragqual.errors import InputError, Issue, ValidationFailed
+
+MAX_DOCUMENT_BYTES = 1_000_000  # 1 MB per corpus document
+MAX_GOLDENS_FILE_BYTES = 10_000_000  # 10 MB per golden file
+GOLDENS_SUFFIX = ".jsonl"
+
+T = TypeVar("T")
+
+
+def read_corpus_dir(path: str | os.PathLike[str]) -> list[Document]:
+    """Every `*.md` document directly in `path` (README.md / SOURCES.md style notes skipped), sorted by id."""
+    root = _existing_dir(path, "corpus")
+    names = [n for n in _names(root, DOC_SUFFIX) if not is_corpus_note(n)]
+    files, issues = _read_all(path, root, names, MAX_DOCUMENT_BYTES, "1 MB per document (MAX_DOCUMENT_BYTES)")
+    return _parse_or_raise(files, issues, lambda f: parse_corpus(f, source_dir=display_path(path)))
+
+
+def read_goldens_dir(path: str | os.PathLike[str], known_doc_ids: Collection[str]) -> list[Golden]:
+    """Every `*.jsonl` golden file directly in `path`, validated against the corpus's document ids."""
+    root = _existing_dir(path, "goldens")
+    names = _names(root, GOLDENS_SUFFIX)
+    files, issues = _read_all(path, root, names, MAX_GOLDENS_FILE_BYTES, "10 MB per golden file (MAX_GOLDENS_FILE_BYTES)")
+    return _parse_or_raise(files, issues, lambda f: parse_goldens(f, known_doc_ids, source_dir=display_path(path)))
+
+
+def read_corpus_and_goldens(
+    corpus_dir: str | os.PathLike[str], goldens_dir: str | os.PathLike[str],
+) -> tuple[list[Document], list[Golden]]:
+    """Both folders checked in one pass: the problems of both go into one ValidationFailed.
+
+    When the corpus itself is broken the goldens are still checked, against the ids its
+    file names stand for, so a refused document does not also show up as an unknown id.
+    """
+    issues: list[Issue] = []
+    try:
+        documents = read_corpus_dir(corpus_dir)
+        known = {d.doc_id for d in documents}
+    except ValidationFailed as failed:
+        documents, issues = [], failed.issues
+        known = {n.removesuffix(DOC_SUFFIX) for n in _names(_existing_dir(corpus_dir, "corpus"), DOC_SUFFIX)}
+    try:
+        goldens = read_goldens_dir(goldens_dir, known)
+    except ValidationFailed as failed:
+        raise ValidationFailed(issues + failed.issues) from None
+    if issues:
+        raise ValidationFailed(issues)
+    return documents, goldens
+
+
+def resolve_source_in_corpus(source: str, corpus_dir: str | os.PathLike[str]) -> str | None:
+    """The doc id a stored chunk `source` stands for, or None when it is not a corpus document.
+
+    Decided on resolved paths, not names: the source must resolve to an existing regular
+    `.md` file directly inside the resolved corpus folder, so a `faq.md` elsewhere (or a
+    link out of the corpus) does not pass for the document "faq".
+    """
+    if not source:
+        return None
+    try:
+        root = Path(corpus_dir).resolve(strict=True)
+        target = Path(source).resolve(strict=True)
+        regular = stat.S_ISREG(target.stat().st_mode)
+    except (OSError, ValueError, RuntimeError):  # missing, NUL byte, symlink loop
+        return None
+    if target.parent != root or not regular or is_corpus_note(target.name):
+        return None
+    return doc_id_for(target.name)
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """`path` relative to the working directory when it lies under it, with '/' separators."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _existing_dir(path: str | os.PathLike[str], what: str) -> Path:
+    candidate = Path(path)
+    if not candidate.is_dir():
+        state = "is not a directory" if candidate.exists() else "does not exist"
+        raise InputError(f"{what} directory {display_path(path)} {state} (set it with --{what} DIR)")
+    return candidate.resolve()
+
+
+def _names(root: Path, suffix: str) -> list[str]:
+    """Names ending in `suffix` directly in `root`, sorted; hidden files (editor locks, backups) skipped."""
+    return sorted(n for n in os.listdir(root) if n.endswith(suffix) and not n.startswith("."))
+
+
+def _read_all(
+    given: str | os.PathLike[str], root: Path, names: list[str], limit: int, limit_name: str,
+) -> tuple[list[tuple[str, bytes]], list[Issue]]:
+    """Bytes of every acceptable file, named as the user wrote the folder, and an Issue per refused one."""
+    files: list[tuple[str, bytes]] = []
+    issues: list[Issue] = []
+    for entry_name in names:
+        name = display_path(Path(given) / entry_name)
+        data, problem = _read_guarded(root, root / entry_name, limit, limit_name)
+        if problem is not None:
+            issues.append(Issue(name, None, problem))
+        elif data is not None:
+            files.append((name, data))
+    return files, issues
+
+
+def _read_guarded(root: Path, entry: Path, limit: int, limit_name: str) -> tuple[bytes | None, str | None]:
+    """The file's bytes, or why it is refused; checks run on the resolved path."""
+    try:
+        target = entry.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None, "broken link: its target does not exist"
+    if not target.is_relative_to(root):
+        return None, f"resolves to {target}, outside {display_path(root)}; links out of the folder are refused"
+    try:
+        info = target.stat()
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not a regular file"
+        if info.st_size > limit:
+            return None, f"{info.st_size:,} bytes is over the limit of {limit_name}"
+        with target.open("rb") as handle:
+            data = handle.read(limit + 1)  # the file may have grown since stat()
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror or exc}"
+    if len(data) > limit:
+        return None, f"over the limit of {limit_name}"
+    return data, None
+
+
+def _parse_or_raise(
+    files: list[tuple[str, bytes]], issues: list[Issue], parse: Callable[[list[tuple[str, bytes]]], T],
+) -> T:
+    """Run the pure parser on the readable files and raise its findings together with the edge's."""
+    if issues and not files:
+        raise ValidationFailed(issues)
+    try:
+        result = parse(files)
+    except ValidationFailed as failed:
+        raise ValidationFailed(sorted(issues + failed.issues, key=lambda i: (i.file, i.line or 0))) from None
+    if issues:
+        raise ValidationFailed(issues)
+    return result

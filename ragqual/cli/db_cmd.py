@@ -1,0 +1,48 @@
+"""`ragqual db`: migrate and inspect the history database's schema."""
+
+from __future__ import annotations
+
+import click
+from alembic.script import ScriptDirectory
+
+from ragqual.cli.context import AppContext
+from ragqual.store import db
+
+
+@click.group("db")
+def db_group() -> None:
+    """Create, upgrade and inspect the history database schema."""
+
+
+@db_group.command("upgrade")
+@click.option("--revision", default="head", show_default=True, help="Target revision.")
+@click.pass_obj
+def upgrade_cmd(app: AppContext, revision: str) -> None:
+    """Upgrade the database to the newest schema (creates it when missing)."""
+    engine = db.make_engine(app.db_url)
+    before = db.current_revision(engine)
+    db.upgrade(engine, revision)
+    after = db.current_revision(engine)
+    engine.dispose()
+    click.echo(f"{app.settings.db_url(app.db_url_override)}: {before or 'empty'} -> {after}")
+
+
+@db_group.command("current")
+@click.pass_obj
+def current_cmd(app: AppContext) -> None:
+    """Print the database's schema revision and the one this ragqual needs."""
+    engine = db.make_engine(app.db_url)
+    current = db.current_revision(engine)
+    engine.dispose()
+    head = db.head_revision()
+    state = "up to date" if current == head else "run `ragqual db upgrade`"
+    click.echo(f"current: {current or 'none'}\nhead: {head}\n{state}")
+
+
+@db_group.command("history")
+def history_cmd() -> None:
+    """List the schema migrations, oldest first."""
+    script = ScriptDirectory.from_config(db.alembic_config("sqlite://"))
+    for rev in reversed(list(script.walk_revisions())):
+        first_line = (rev.doc or "").strip().splitlines()[0] if rev.doc else ""
+        click.echo(f"{rev.revision}  (from {rev.down_revision or 'empty'})  {first_line}")

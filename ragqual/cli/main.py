@@ -1,0 +1,61 @@
+"""The `ragqual` command: global options, the command groups, and error translation.
+
+Exit codes: 0 ok, 1 a gate failed or a regression, 2 bad input or usage,
+3 a service unreachable, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ragqual import __version__
+from ragqual.cli.context import AppContext
+from ragqual.errors import RagqualError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ragqual")
+@click.option("--db", "db_url", metavar="URL", help="History database: a SQLAlchemy URL or a file (env RAGQUAL_DB; default eval-results/eval.db).")
+@click.option("--cache", "cache_mode", type=click.Choice(["auto", "write-only", "replay", "off"]), default="auto", show_default=True, help="Response-cache mode.")
+@click.option("-v", "--verbose", count=True, help="More output (-vv for debug logs).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output where a command supports it.")
+@click.pass_context
+def cli(ctx: click.Context, db_url: str | None, cache_mode: str, verbose: int, as_json: bool) -> None:
+    """Measure the quality of a RAG pipeline and keep every measurement as history."""
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = AppContext.create(db_url=db_url, cache_mode=cache_mode, verbose=verbose, as_json=as_json)
+    ctx.call_on_close(ctx.obj.close)
+
+
+def _register() -> None:
+    from ragqual.cli import commands
+
+    for command in commands.ALL:
+        cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="ragqual", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("ragqual: interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("ragqual: interrupted", err=True)
+        sys.exit(130)
+    except RagqualError as exc:
+        message = str(exc).strip() or exc.__class__.__name__
+        click.echo(f"ragqual: error: {message}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(0)

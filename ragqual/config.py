@@ -1,0 +1,77 @@
+"""Where things are: command-line options, then environment, then `[tool.ragqual]`, then defaults."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragqual.errors import InputError
+
+DEFAULTS: dict[str, Any] = {
+    "corpus": "corpus",
+    "goldens": "goldens",
+    "results": "eval-results",
+    "collection": "ragqual_kb",
+    "embedder": "minilm",
+    "chunk_tokens": 256,
+    "overlap_tokens": 32,
+    "chars_per_token": 4.0,
+    "doc_prefix": "",
+    "query_prefix": "",
+}
+
+
+def load_pyproject_settings(root: Path) -> dict[str, Any]:
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not valid TOML ({exc})") from exc
+    section = data.get("tool", {}).get("ragqual", {})
+    unknown = sorted(set(section) - set(DEFAULTS) - {"db", "qdrant_url", "cache"})
+    if unknown:
+        raise InputError(f"{path}: unknown keys in [tool.ragqual]: {', '.join(unknown)}")
+    return section
+
+
+@dataclass
+class Settings:
+    root: Path
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, root: Path | None = None) -> Settings:
+        base = (root or Path.cwd()).resolve()
+        merged = dict(DEFAULTS)
+        merged.update(load_pyproject_settings(base))
+        return cls(base, merged)
+
+    def path(self, key: str, override: str | os.PathLike[str] | None = None) -> Path:
+        value = Path(override) if override is not None else Path(self.values[key])
+        return value if value.is_absolute() else self.root / value
+
+    @property
+    def results_dir(self) -> Path:
+        return self.path("results")
+
+    def db_url(self, override: str | None = None) -> str:
+        from ragqual.store.db import normalise_url
+
+        value = override or os.environ.get("RAGQUAL_DB") or self.values.get("db")
+        if value:
+            return normalise_url(value)
+        return f"sqlite:///{self.results_dir / 'eval.db'}"
+
+    def cache_dir(self) -> Path:
+        return Path(os.environ.get("RAGQUAL_CACHE_DIR") or self.results_dir / "cache")
+
+    def qdrant_path(self) -> Path:
+        return self.results_dir / "qdrant"
+
+    def qdrant_url(self, override: str | None = None) -> str | None:
+        return override or os.environ.get("QDRANT_URL") or self.values.get("qdrant_url")

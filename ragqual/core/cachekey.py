@@ -1,0 +1,39 @@
+"""The response-cache key: one definition, used by every backend.
+
+Everything that can change an answer is in it: provider, model name, the model
+digest where the backend reports one, system prompt, every message, every
+sampling option, the output format or schema, and the repeat index, so that
+repeats are distinct samples and a replay never counts as a new sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragqual.core.hashing import hash_value
+
+CACHE_KEY_VERSION = 1
+
+
+def response_cache_key(
+    *,
+    provider: str,
+    model: str,
+    digest: str | None,
+    request_material: dict[str, Any],
+    repeat_index: int,
+) -> str:
+    return hash_value(
+        {
+            "v": CACHE_KEY_VERSION,
+            "provider": provider,
+            "model": model,
+            "digest": digest,
+            "request": request_material,
+            "repeat": repeat_index,
+        }
+    )
+
+
+def embedding_cache_key(embedder_id: str, text: str) -> str:
+    return hash_value({"embedder": embedder_id, "text": text})

@@ -1,0 +1,573 @@
+"""IR measures with the semantics of NIST trec_eval 10.0.
+
+Two ways to the same numbers:
+
+* per-query kernels (`precision_at_k`, `ndcg_at_k`, ...) over one ranked list of doc ids and
+  that query's judgements -- short loops that read like the definitions; `evaluate_reference`
+  runs them query by query;
+* `evaluate`, the batch path: every query's labels in rank order go into one padded numpy
+  matrix and each measure is a few array operations. Sums run in rank order, as trec_eval's
+  do, so both paths give the same floats (a test holds them to that).
+
+Conventions shared by everything here:
+
+* ranking: score descending, ties broken by doc id in descending byte order;
+* a label >= `relevance_level` is relevant; a negative label means "in the pool but not
+  judged" and, like a document missing from the qrels, is neither relevant nor non-relevant
+  (that difference only matters to bpref);
+* nDCG gains are the raw non-negative labels whatever `relevance_level` is, discounted by
+  1/log2(rank + 1) and normalised by the ideal ordering of *every* judged document;
+* a query without relevant documents scores 0 and still counts in the mean; queries in the
+  run but not in the qrels are ignored, and with `complete=True` (trec_eval -c) qrels
+  queries missing from the run are scored against an empty ranking.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain, repeat
+
+import numpy as np
+
+from ragqual.errors import InputError
+
+Qrels = Mapping[str, Mapping[str, int]]
+Run = Mapping[str, Mapping[str, float]]
+Scores = dict[str, dict[str, float]]
+
+NOT_JUDGED = -1
+"""Label given to a retrieved document that the qrels do not mention."""
+
+# ---------------------------------------------------------------------------------------
+# Ranking
+
+
+def rank_documents(scores: Mapping[str, float]) -> list[str]:
+    """Doc ids in trec_eval order: score descending, ties by doc id descending.
+
+    Python compares str by code point, which for UTF-8 text is the byte order C's strcmp
+    uses, so this is trec_eval's order for any doc id.
+    """
+    if any(s != s for s in scores.values()):
+        raise InputError("a score is NaN; NaN cannot be ranked")
+    return sorted(scores, key=lambda doc: (scores[doc], doc), reverse=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-query kernels
+
+
+def _label(judgements: Mapping[str, int], doc: str) -> int:
+    return judgements.get(doc, NOT_JUDGED)
+
+
+def _hits(ranked: Sequence[str], judgements: Mapping[str, int], k: int | None, level: int) -> int:
+    return sum(1 for doc in ranked[:k] if _label(judgements, doc) >= level)
+
+
+def _check_cutoff(k: int | None) -> None:
+    if k is not None and k < 1:
+        raise InputError(f"a rank cutoff must be at least 1, got {k}")
+
+
+def num_relevant(judgements: Mapping[str, int], relevance_level: int = 1) -> int:
+    """How many judged documents are relevant (label >= relevance_level)."""
+    return sum(1 for label in judgements.values() if label >= relevance_level)
+
+
+def precision_at_k(
+    ranked: Sequence[str], judgements: Mapping[str, int], k: int, *, relevance_level: int = 1
+) -> float:
+    """Relevant documents in the top k over k; a short ranking is padded with misses."""
+    _check_cutoff(k)
+    return _hits(ranked, judgements, k, relevance_level) / k
+
+
+def recall_at_k(
+    ranked: Sequence[str], judgements: Mapping[str, int], k: int, *, relevance_level: int = 1
+) -> float:
+    """Relevant documents in the top k over all relevant documents (0 when there are none)."""
+    _check_cutoff(k)
+    relevant = num_relevant(judgements, relevance_level)
+    return _hits(ranked, judgements, k, relevance_level) / relevant if relevant else 0.0
+
+
+def hit_rate_at_k(
+    ranked: Sequence[str], judgements: Mapping[str, int], k: int, *, relevance_level: int = 1
+) -> float:
+    """1.0 if any of the top k is relevant, else 0.0 (trec_eval's success_k)."""
+    _check_cutoff(k)
+    return 1.0 if _hits(ranked, judgements, k, relevance_level) else 0.0
+
+
+def reciprocal_rank(
+    ranked: Sequence[str], judgements: Mapping[str, int], *, relevance_level: int = 1
+) -> float:
+    """1 / rank of the first relevant document, 0 if none was retrieved."""
+    for index, doc in enumerate(ranked):
+        if _label(judgements, doc) >= relevance_level:
+            return 1 / (index + 1)
+    return 0.0
+
+
+def average_precision(
+    ranked: Sequence[str],
+    judgements: Mapping[str, int],
+    k: int | None = None,
+    *,
+    relevance_level: int = 1,
+) -> float:
+    """Precision at each relevant rank (within the top k), summed, over all relevant docs."""
+    _check_cutoff(k)
+    relevant = num_relevant(judgements, relevance_level)
+    if not relevant:
+        return 0.0
+    total, hits = 0.0, 0
+    for index, doc in enumerate(ranked[:k]):
+        if _label(judgements, doc) >= relevance_level:
+            hits += 1
+            total += hits / (index + 1)
+    return total / relevant
+
+
+def _dcg(gains: Sequence[int], k: int | None) -> float:
+    total = 0.0
+    for index, gain in enumerate(gains[:k]):
+        if gain > 0:
+            total += gain / math.log2(index + 2)
+    return total
+
+
+def ndcg_at_k(ranked: Sequence[str], judgements: Mapping[str, int], k: int | None = None) -> float:
+    """nDCG of the top k (all of the ranking when k is None).
+
+    Gains are raw labels; the ideal ranking is built from every positively judged
+    document, retrieved or not. As in trec_eval the relevance level plays no part.
+    """
+    _check_cutoff(k)
+    ideal = _dcg(sorted((g for g in judgements.values() if g > 0), reverse=True), k)
+    if ideal <= 0.0:
+        return 0.0
+    return _dcg([_label(judgements, doc) for doc in ranked], k) / ideal
+
+
+def r_precision(
+    ranked: Sequence[str], judgements: Mapping[str, int], *, relevance_level: int = 1
+) -> float:
+    """Precision at rank R, R being the number of relevant documents."""
+    relevant = num_relevant(judgements, relevance_level)
+    return _hits(ranked, judgements, relevant, relevance_level) / relevant if relevant else 0.0
+
+
+def bpref(ranked: Sequence[str], judgements: Mapping[str, int], *, relevance_level: int = 1) -> float:
+    """Buckley & Voorhees' bpref: for each retrieved relevant document, the share of judged
+    non-relevant documents (at most R of them) that it outranks; unjudged documents are
+    skipped entirely."""
+    relevant = num_relevant(judgements, relevance_level)
+    if not relevant:
+        return 0.0
+    judged_nonrel = sum(1 for g in judgements.values() if 0 <= g < relevance_level)
+    nonrel_so_far, total = 0, 0.0
+    for doc in ranked:
+        label = _label(judgements, doc)
+        if label < 0:
+            continue
+        if label < relevance_level:
+            nonrel_so_far += 1
+        elif nonrel_so_far:
+            total += 1.0 - min(nonrel_so_far, relevant) / min(judged_nonrel, relevant)
+        else:
+            total += 1.0
+    return total / relevant
+
+
+# ---------------------------------------------------------------------------------------
+# RAG helpers: chunks and the documents they come from
+
+
+def collapse_to_documents(ranked_chunk_doc_ids: Sequence[str]) -> list[str]:
+    """Source documents of ranked chunks, each at the rank of its first chunk."""
+    return list(dict.fromkeys(ranked_chunk_doc_ids))
+
+
+def chunk_precision_at_k(ranked_chunk_doc_ids: Sequence[str], relevant: set[str], k: int) -> float:
+    """Share of the top k chunk slots whose source document is relevant.
+
+    No de-duplication: five chunks of one wrong document cost five slots.
+    """
+    _check_cutoff(k)
+    return sum(1 for doc in ranked_chunk_doc_ids[:k] if doc in relevant) / k
+
+
+# ---------------------------------------------------------------------------------------
+# Measure names
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One parsed trec_eval measure name, e.g. `ndcg_cut_10` -> family ndcg_cut, k 10."""
+
+    name: str
+    family: str
+    k: int | None = None
+
+    @property
+    def is_count(self) -> bool:
+        """Counts (num_*) are summed over queries, not averaged, and printed as integers."""
+        return self.family.startswith("num_")
+
+
+PLAIN_MEASURES = ("map", "ndcg", "recip_rank", "Rprec", "bpref", "num_q", "num_ret", "num_rel", "num_rel_ret")
+CUTOFF_MEASURES = ("P", "recall", "success", "map_cut", "ndcg_cut")
+_CUTOFF_NAME = re.compile(rf"^({'|'.join(CUTOFF_MEASURES)})_([0-9]+)$")
+
+
+def parse_measure(name: str) -> Measure:
+    """`map` -> Measure('map', 'map'); `P_5` -> Measure('P_5', 'P', 5)."""
+    if name in PLAIN_MEASURES:
+        return Measure(name, name)
+    match = _CUTOFF_NAME.match(name)
+    if match and int(match.group(2)) >= 1:
+        return Measure(name, match.group(1), int(match.group(2)))
+    known = ", ".join(PLAIN_MEASURES + tuple(f"{f}_k" for f in CUTOFF_MEASURES))
+    raise InputError(f"unknown measure {name!r}; known: {known} (k >= 1)")
+
+
+def _parse_measures(names: Sequence[str]) -> list[Measure]:
+    if isinstance(names, str):
+        raise InputError("measures must be a sequence of names, not one string")
+    return [parse_measure(name) for name in dict.fromkeys(names)]
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation over many queries
+
+
+def _check_options(relevance_level: int, max_docs: int | None) -> None:
+    if relevance_level < 0:
+        raise InputError(f"relevance_level must be >= 0, got {relevance_level}")
+    if max_docs is not None and max_docs < 0:
+        raise InputError(f"max_docs must be >= 0, got {max_docs}")
+
+
+def evaluated_queries(qrels: Qrels, run: Run, *, complete: bool = False) -> list[str]:
+    """The queries trec_eval scores, in its (byte) order: those in both qrels and run, or
+    with `complete` every qrels query."""
+    chosen = qrels if complete else (q for q in run if q in qrels)
+    return sorted(chosen)
+
+
+_KERNELS = {
+    "map": lambda r, j, m, lvl: average_precision(r, j, relevance_level=lvl),
+    "map_cut": lambda r, j, m, lvl: average_precision(r, j, m.k, relevance_level=lvl),
+    "P": lambda r, j, m, lvl: precision_at_k(r, j, m.k, relevance_level=lvl),
+    "recall": lambda r, j, m, lvl: recall_at_k(r, j, m.k, relevance_level=lvl),
+    "success": lambda r, j, m, lvl: hit_rate_at_k(r, j, m.k, relevance_level=lvl),
+    "recip_rank": lambda r, j, m, lvl: reciprocal_rank(r, j, relevance_level=lvl),
+    "ndcg": lambda r, j, m, lvl: ndcg_at_k(r, j),
+    "ndcg_cut": lambda r, j, m, lvl: ndcg_at_k(r, j, m.k),
+    "Rprec": lambda r, j, m, lvl: r_precision(r, j, relevance_level=lvl),
+    "bpref": lambda r, j, m, lvl: bpref(r, j, relevance_level=lvl),
+    "num_q": lambda r, j, m, lvl: 1.0,
+    "num_ret": lambda r, j, m, lvl: float(len(r)),
+    "num_rel": lambda r, j, m, lvl: float(num_relevant(j, lvl)),
+    "num_rel_ret": lambda r, j, m, lvl: float(_hits(r, j, None, lvl)),
+}
+
+
+def evaluate_reference(
+    qrels: Qrels,
+    run: Run,
+    measures: Sequence[str],
+    *,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    complete: bool = False,
+) -> Scores:
+    """`evaluate` computed query by query with the per-query kernels (slow, plain)."""
+    specs = _parse_measures(measures)
+    _check_options(relevance_level, max_docs)
+    results: Scores = {}
+    for qid in evaluated_queries(qrels, run, complete=complete):
+        ranked = rank_documents(run.get(qid, {}))[:max_docs]
+        judged = qrels[qid]
+        results[qid] = {m.name: _KERNELS[m.family](ranked, judged, m, relevance_level) for m in specs}
+    return results
+
+
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    measures: Sequence[str],
+    *,
+    relevance_level: int = 1,
+    max_docs: int | None = None,
+    complete: bool = False,
+) -> Scores:
+    """Per-query scores {qid: {measure: value}} with trec_eval semantics.
+
+    `max_docs` is trec_eval's -M (only the top N of each ranking count), `complete` its -c,
+    `relevance_level` its -l. Queries come out in trec_eval's order.
+    """
+    specs = _parse_measures(measures)
+    _check_options(relevance_level, max_docs)
+    qids = evaluated_queries(qrels, run, complete=complete)
+    columns = _batch_columns(qrels, run, qids, specs, relevance_level, max_docs)
+    lists = {m.name: columns[m.name].tolist() for m in specs}
+    return {qid: {m.name: lists[m.name][i] for m in specs} for i, qid in enumerate(qids)}
+
+
+def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """trec_eval's `all` line: the mean over the queries in `results` (num_* are summed).
+
+    Sums run in query byte order, as trec_eval's do, so the last digit matches too.
+    """
+    qids = sorted(results)
+    names = list(dict.fromkeys(chain.from_iterable(results[q] for q in qids)))
+    means: dict[str, float] = {}
+    for name in names:
+        total = 0.0
+        for qid in qids:
+            total += results[qid].get(name, 0.0)
+        count_like = name in PLAIN_MEASURES and name.startswith("num_")
+        means[name] = total if count_like else (total / len(qids) if qids else 0.0)
+    return means
+
+
+# ---------------------------------------------------------------------------------------
+# The batch path
+
+
+_CELL_BUDGET = 1 << 21
+"""Largest padded matrix (cells) built at once; queries are grouped by length to fit."""
+
+
+def _log2_ranks(width: int) -> np.ndarray:
+    """log2(rank + 1) for ranks 1..width, computed with math.log2 so both paths share it."""
+    return np.array([math.log2(i + 2) for i in range(width)], dtype=np.float64)
+
+
+@dataclass
+class _Flat:
+    """Per-query slices of one flat array: values[starts[q] : starts[q] + sizes[q]]."""
+
+    values: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+
+    def padded(self, rows: np.ndarray, width: int, fill: int) -> np.ndarray:
+        cols = np.arange(width)
+        mask = cols[None, :] < self.sizes[rows, None]
+        out = np.full((len(rows), width), fill, dtype=self.values.dtype)
+        out[mask] = self.values[(self.starts[rows, None] + cols[None, :])[mask]]
+        return out
+
+
+def _starts(sizes: np.ndarray) -> np.ndarray:
+    return np.cumsum(sizes) - sizes
+
+
+def _ranked_labels(qrels: Qrels, run: Run, qids: list[str], max_docs: int | None) -> _Flat:
+    """Labels of every query's documents in trec_eval rank order, cut at max_docs."""
+    empty: Mapping[str, float] = {}
+    per_query = [run.get(q, empty) for q in qids]
+    sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
+    total = int(sizes.sum())
+    scores = np.fromiter(chain.from_iterable(d.values() for d in per_query), np.float64, total)
+    if np.isnan(scores).any():
+        raise InputError("a score is NaN; NaN cannot be ranked")
+    labels = np.fromiter(
+        chain.from_iterable(
+            map(qrels[q].get, d, repeat(NOT_JUDGED)) for q, d in zip(qids, per_query)
+        ),
+        np.int64,
+        total,
+    )
+    query_of = np.repeat(np.arange(len(qids)), sizes)
+    order = np.lexsort((-scores, query_of))
+    _break_ties(order, scores, query_of, per_query, sizes)
+    starts = _starts(sizes)
+    kept = sizes if max_docs is None else np.minimum(sizes, max_docs)
+    return _Flat(labels[order], starts, kept)
+
+
+def _break_ties(
+    order: np.ndarray,
+    scores: np.ndarray,
+    query_of: np.ndarray,
+    per_query: list[Mapping[str, float]],
+    sizes: np.ndarray,
+) -> None:
+    """Reorder runs of equal scores within a query by doc id, descending (in place)."""
+    ranked_scores, ranked_queries = scores[order], query_of[order]
+    tied = (ranked_scores[1:] == ranked_scores[:-1]) & (ranked_queries[1:] == ranked_queries[:-1])
+    if not tied.any():
+        return
+    doc_ids = list(chain.from_iterable(per_query))
+    positions = np.flatnonzero(tied)
+    groups = np.split(positions, np.flatnonzero(np.diff(positions) != 1) + 1)
+    for group in groups:
+        lo, hi = int(group[0]), int(group[-1]) + 2
+        order[lo:hi] = sorted(order[lo:hi].tolist(), key=doc_ids.__getitem__, reverse=True)
+
+
+@dataclass
+class _Judged:
+    """What each query's judgements contribute: R, judged non-relevant, ideal gains."""
+
+    relevant: np.ndarray
+    nonrelevant: np.ndarray
+    ideal: _Flat
+
+
+def _judged(qrels: Qrels, qids: list[str], level: int) -> _Judged:
+    per_query = [qrels[q] for q in qids]
+    sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
+    labels = np.fromiter(chain.from_iterable(j.values() for j in per_query), np.int64, int(sizes.sum()))
+    query_of = np.repeat(np.arange(len(qids)), sizes)
+    n = len(qids)
+    relevant = np.bincount(query_of[labels >= level], minlength=n)
+    nonrelevant = np.bincount(query_of[(labels >= 0) & (labels < level)], minlength=n)
+    positive = labels > 0
+    gains, gain_query = labels[positive], query_of[positive]
+    order = np.lexsort((-gains, gain_query))
+    gain_sizes = np.bincount(gain_query, minlength=n)
+    return _Judged(relevant, nonrelevant, _Flat(gains[order], _starts(gain_sizes), gain_sizes))
+
+
+def _blocks(widths: np.ndarray) -> Iterator[np.ndarray]:
+    """Query indices in groups whose padded matrix stays within the cell budget."""
+    order = np.argsort(widths, kind="stable")
+    start = 0
+    for end in range(1, len(order) + 1):
+        too_big = end < len(order) and (end + 1 - start) * widths[order[end]] > _CELL_BUDGET
+        if end == len(order) or too_big:
+            yield order[start:end]
+            start = end
+
+
+def _batch_columns(
+    qrels: Qrels,
+    run: Run,
+    qids: list[str],
+    specs: list[Measure],
+    level: int,
+    max_docs: int | None,
+) -> dict[str, np.ndarray]:
+    ranked = _ranked_labels(qrels, run, qids, max_docs)
+    judged = _judged(qrels, qids, level)
+    columns = {m.name: np.zeros(len(qids)) for m in specs}
+    if not qids:
+        return columns
+    widths = np.maximum(np.maximum(ranked.sizes, judged.ideal.sizes), 1)
+    for rows in _blocks(widths):
+        block = _Block(ranked, judged, rows, int(widths[rows].max()), level)
+        for m in specs:
+            columns[m.name][rows] = block.measure(m)
+    return columns
+
+
+def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(numerator))
+    return np.divide(numerator, denominator, out=out, where=denominator > 0)
+
+
+class _Block:
+    """A group of queries as padded matrices: row = query, column = rank - 1."""
+
+    def __init__(self, ranked: _Flat, judged: _Judged, rows: np.ndarray, width: int, level: int):
+        self.labels = ranked.padded(rows, width, NOT_JUDGED)
+        self.ideal_gains = judged.ideal.padded(rows, width, 0)
+        self.num_ret = ranked.sizes[rows]
+        self.num_rel = judged.relevant[rows]
+        self.num_nonrel = judged.nonrelevant[rows]
+        self.level = level
+        self.width = width
+        self.ranks = np.arange(1, width + 1)
+        self.log2_ranks = _log2_ranks(width)
+
+    def measure(self, m: Measure) -> np.ndarray:
+        return getattr(self, "_" + m.family)(m.k)
+
+    # shared intermediate matrices -------------------------------------------------------
+    @cached_property
+    def relevant(self) -> np.ndarray:
+        return self.labels >= self.level
+
+    @cached_property
+    def hits(self) -> np.ndarray:
+        return np.cumsum(self.relevant, axis=1)
+
+    @cached_property
+    def precision_sums(self) -> np.ndarray:
+        return np.cumsum(np.where(self.relevant, self.hits / self.ranks, 0.0), axis=1)
+
+    @cached_property
+    def dcg(self) -> np.ndarray:
+        return np.cumsum(np.where(self.labels > 0, self.labels / self.log2_ranks, 0.0), axis=1)
+
+    @cached_property
+    def ideal_dcg(self) -> np.ndarray:
+        return np.cumsum(self.ideal_gains / self.log2_ranks, axis=1)
+
+    def _at(self, matrix: np.ndarray, k: int | None) -> np.ndarray:
+        """Column for rank k (the last column when k is None or beyond the width)."""
+        column = self.width if k is None else min(k, self.width)
+        return matrix[:, column - 1]
+
+    # measures ---------------------------------------------------------------------------
+    def _P(self, k: int) -> np.ndarray:
+        return self._at(self.hits, k) / k
+
+    def _recall(self, k: int) -> np.ndarray:
+        return _safe_divide(self._at(self.hits, k), self.num_rel)
+
+    def _success(self, k: int) -> np.ndarray:
+        return (self._at(self.hits, k) > 0).astype(np.float64)
+
+    def _map(self, k: None) -> np.ndarray:
+        return _safe_divide(self._at(self.precision_sums, None), self.num_rel)
+
+    def _map_cut(self, k: int) -> np.ndarray:
+        return _safe_divide(self._at(self.precision_sums, k), self.num_rel)
+
+    def _ndcg(self, k: None) -> np.ndarray:
+        return _safe_divide(self._at(self.dcg, None), self._at(self.ideal_dcg, None))
+
+    def _ndcg_cut(self, k: int) -> np.ndarray:
+        return _safe_divide(self._at(self.dcg, k), self._at(self.ideal_dcg, k))
+
+    def _recip_rank(self, k: None) -> np.ndarray:
+        first = np.argmax(self.relevant, axis=1)
+        return np.where(self.relevant.any(axis=1), 1 / (first + 1), 0.0)
+
+    def _Rprec(self, k: None) -> np.ndarray:
+        depth = np.minimum(self.num_ret, self.num_rel)
+        hits = self.hits[np.arange(len(depth)), np.maximum(depth, 1) - 1]
+        return np.where(depth > 0, _safe_divide(hits, self.num_rel), 0.0)
+
+    def _bpref(self, k: None) -> np.ndarray:
+        judged_nonrel = (self.labels >= 0) & ~self.relevant
+        nonrel_so_far = np.cumsum(judged_nonrel, axis=1)
+        num_rel = self.num_rel[:, None]
+        cap = np.minimum(self.num_nonrel, self.num_rel)[:, None]
+        share = np.minimum(nonrel_so_far, num_rel) / np.maximum(cap, 1)
+        gained = np.where(nonrel_so_far > 0, 1.0 - share, 1.0)
+        total = np.cumsum(np.where(self.relevant, gained, 0.0), axis=1)[:, -1]
+        return _safe_divide(total, self.num_rel)
+
+    def _num_q(self, k: None) -> np.ndarray:
+        return np.ones(len(self.num_ret))
+
+    def _num_ret(self, k: None) -> np.ndarray:
+        return self.num_ret.astype(np.float64)
+
+    def _num_rel(self, k: None) -> np.ndarray:
+        return self.num_rel.astype(np.float64)
+
+    def _num_rel_ret(self, k: None) -> np.ndarray:
+        return self._at(self.hits, None).astype(np.float64)

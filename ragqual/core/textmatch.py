@@ -1,0 +1,56 @@
+"""Case-insensitive regex matching with a time bound.
+
+Golden files carry user-written regular expressions (mustInclude / mustNotInclude). A pattern
+such as ``(a+)+$`` backtracks exponentially on a long answer, so every search runs with the
+``regex`` package's ``timeout=``; running out of time raises `RegexTimeout`, which the caller
+records as an error on that one assertion instead of letting the run hang.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import regex
+
+from ragqual.errors import InputError, RagqualError
+
+DEFAULT_TIMEOUT = 1.0
+
+
+class RegexTimeout(RagqualError):
+    """A pattern did not finish matching within its time bound."""
+
+    def __init__(self, pattern: str, timeout: float):
+        self.pattern = pattern
+        self.timeout = timeout
+        super().__init__(f"regex {pattern!r} did not finish within {timeout:g} s")
+
+
+class InvalidPattern(InputError):
+    """A pattern does not compile; `reason` is the regex engine's own message."""
+
+    def __init__(self, pattern: str, reason: str):
+        self.pattern = pattern
+        self.reason = reason
+        super().__init__(f"invalid regex {pattern!r}: {reason}")
+
+
+@functools.lru_cache(maxsize=4096)
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """Compile `pattern` case-insensitively, once per distinct pattern."""
+    try:
+        return regex.compile(pattern, regex.IGNORECASE)
+    except regex.error as exc:
+        raise InvalidPattern(pattern, str(exc)) from None
+
+
+def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """True when `pattern` matches anywhere in `text`; raises `RegexTimeout` past `timeout` seconds."""
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise InputError(f"regex timeout must be a positive number of seconds, got {timeout!r}")
+    compiled = compile_pattern(pattern)
+    try:
+        return compiled.search(text, timeout=timeout) is not None
+    except TimeoutError:
+        raise RegexTimeout(pattern, timeout) from None

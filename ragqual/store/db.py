@@ -1,0 +1,117 @@
+"""Engines and migrations: open a history database at head, or say how to get it there."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from ragqual.errors import InputError, SchemaOutOfDate
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def migrations_dir() -> Path:
+    """The Alembic script folder: the installed ragqual.migrations package, else the checkout's."""
+    try:
+        packaged = Path(str(resources.files("ragqual.migrations")))
+        if (packaged / "env.py").is_file():
+            return packaged
+    except ModuleNotFoundError:
+        pass
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
+    raise InputError("the ragqual migrations are missing from this installation")
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with SQLite set up for many writers: WAL, foreign keys, a busy timeout."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    head = script.get_current_head()
+    if head is None:
+        raise InputError("no migrations found")
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def is_fresh(engine: Engine) -> bool:
+    with engine.connect() as conn:
+        return not engine.dialect.get_table_names(conn)
+
+
+def ensure_at_head(engine: Engine, *, auto_create: bool) -> None:
+    """Fresh database: create it at head when allowed. Behind head: refuse, naming the fix."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    if current is None and is_fresh(engine) and auto_create:
+        upgrade(engine)
+        return
+    shown = current or "no ragqual schema"
+    raise SchemaOutOfDate(
+        f"database {engine.url.render_as_string(hide_password=True)} is at {shown}, "
+        f"this ragqual needs {head}: run `ragqual db upgrade`"
+    )
+
+
+def default_db_url(root: Path | None = None) -> str:
+    """--db, then RAGQUAL_DB, then eval-results/eval.db under the project root."""
+    env = os.environ.get("RAGQUAL_DB")
+    if env:
+        return normalise_url(env)
+    base = root or Path.cwd()
+    return f"sqlite:///{base / 'eval-results' / 'eval.db'}"
+
+
+def normalise_url(value: str) -> str:
+    """Accept a SQLAlchemy URL or a plain file path (taken as SQLite)."""
+    if "://" in value:
+        return value
+    return f"sqlite:///{Path(value).resolve()}"

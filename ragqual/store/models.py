@@ -1,0 +1,225 @@
+"""SQLAlchemy 2.x models of the history database.
+
+The models describe the schema for reading and writing; the schema itself is
+created only by the Alembic migrations in `migrations/`. A committed snapshot
+(`tests/store/schema_snapshot.json`) and a test keep the two from drifting.
+
+Every table below except `alembic_version` is history: the migrations install
+triggers that refuse UPDATE and DELETE on it. A run's end is an appended
+`run_events` row, never an edit of `runs`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Run(Base):
+    """One invocation: what was asked for and the provenance it ran with."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_kind_started", "kind", "started_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))  # retrieval | generation | subject | sweep
+    subject: Mapped[str | None] = mapped_column(String(128))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    argv: Mapped[str] = mapped_column(Text)  # JSON list, the exact command line
+    params: Mapped[str] = mapped_column(Text)  # JSON object, every parameter
+    git_sha: Mapped[str | None] = mapped_column(String(64))
+    git_dirty: Mapped[bool | None] = mapped_column(Boolean)
+    ragqual_version: Mapped[str] = mapped_column(String(32))
+    python_version: Mapped[str] = mapped_column(String(32))
+    corpus_fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
+    dataset_hash: Mapped[str | None] = mapped_column(String(64))
+    prompt_hashes: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of sha256
+    provenance: Mapped[str] = mapped_column(Text)  # JSON object, the full record
+
+
+class RunEvent(Base):
+    """started / finished / interrupted / failed / resumed: the run's status is its last event."""
+
+    __tablename__ = "run_events"
+    __table_args__ = (Index("ix_run_events_run", "run_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    event: Mapped[str] = mapped_column(String(32))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    detail: Mapped[str | None] = mapped_column(Text)
+
+
+class SystemPrompt(Base):
+    __tablename__ = "system_prompts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    text: Mapped[str] = mapped_column(Text)
+
+
+class VariantConfig(Base):
+    __tablename__ = "variant_configs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(256))
+    provider: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(512))
+    config: Mapped[str] = mapped_column(Text)  # JSON: options, prompt override, digest
+
+
+class CaseDef(Base):
+    """A case (or golden) exactly as it was when a trial ran, by id + content hash."""
+
+    __tablename__ = "cases"
+    __table_args__ = (UniqueConstraint("subject", "case_id", "sha256", name="uq_cases_version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    subject: Mapped[str] = mapped_column(String(128))
+    case_id: Mapped[str] = mapped_column(String(128), index=True)
+    slug: Mapped[str] = mapped_column(String(256))
+    sha256: Mapped[str] = mapped_column(String(64))
+    definition: Mapped[str] = mapped_column(Text)  # JSON, assertions included
+
+
+class AssertionDef(Base):
+    __tablename__ = "assertion_defs"
+    __table_args__ = (
+        UniqueConstraint("assertion_id", "version", "sha256", name="uq_assertion_defs_version"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    assertion_id: Mapped[str] = mapped_column(String(128), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(String(64))
+    category: Mapped[str] = mapped_column(String(128))
+    weight: Mapped[float] = mapped_column(Float)
+    name: Mapped[str] = mapped_column(Text)
+    definition: Mapped[str] = mapped_column(Text)  # JSON: kind + arguments, or a code hash
+
+
+class CorpusSnapshot(Base):
+    __tablename__ = "corpus_snapshots"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    documents: Mapped[str] = mapped_column(Text)  # JSON list of {doc_id, sha256, chars}
+    chunk_config: Mapped[str] = mapped_column(Text)
+    embedder_id: Mapped[str] = mapped_column(String(256))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Trial(Base):
+    """One (variant x case x mode x repeat) execution with everything needed to audit it."""
+
+    __tablename__ = "trials"
+    __table_args__ = (
+        UniqueConstraint(
+            "run_id", "case_pk", "variant_id", "mode", "repeat_index", name="uq_trials_slot"
+        ),
+        Index("ix_trials_run_mode", "run_id", "mode"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    case_pk: Mapped[int] = mapped_column(ForeignKey("cases.id"), index=True)
+    variant_id: Mapped[int] = mapped_column(ForeignKey("variant_configs.id"))
+    system_prompt_id: Mapped[int | None] = mapped_column(ForeignKey("system_prompts.id"))
+    mode: Mapped[str] = mapped_column(String(32), default="")
+    repeat_index: Mapped[int] = mapped_column(Integer)
+    rendered_prompt: Mapped[str | None] = mapped_column(Text)  # JSON list of messages
+    context: Mapped[str | None] = mapped_column(Text)
+    raw_output: Mapped[str | None] = mapped_column(Text)  # JSON, as the backend returned it
+    parsed_output: Mapped[str | None] = mapped_column(Text)  # JSON
+    error: Mapped[str | None] = mapped_column(Text)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    load_ms: Mapped[float | None] = mapped_column(Float)
+    cost: Mapped[float | None] = mapped_column(Float)
+    cache_key: Mapped[str | None] = mapped_column(String(64))
+    cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AssertionResult(Base):
+    __tablename__ = "assertion_results"
+    __table_args__ = (Index("ix_assertion_results_trial_batch", "trial_id", "batch"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)
+    batch: Mapped[str] = mapped_column(String(36))  # shared with the trial_scores row of the same scoring
+    assertion_id: Mapped[str] = mapped_column(String(128))
+    assertion_version: Mapped[int] = mapped_column(Integer)
+    category: Mapped[str] = mapped_column(String(128))
+    weight: Mapped[float] = mapped_column(Float)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    detail: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class TrialScore(Base):
+    __tablename__ = "trial_scores"
+    __table_args__ = (Index("ix_trial_scores_trial_version", "trial_id", "scorer_version", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)
+    batch: Mapped[str] = mapped_column(String(36))
+    scorer_name: Mapped[str] = mapped_column(String(128))
+    scorer_version: Mapped[int] = mapped_column(Integer)
+    score: Mapped[float] = mapped_column(Float)
+    perfect: Mapped[bool] = mapped_column(Boolean)
+    per_category: Mapped[str] = mapped_column(Text)  # JSON
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class MetricValue(Base):
+    """One named number for one question of one run (retrieval or generation), for SQL reports."""
+
+    __tablename__ = "metric_values"
+    __table_args__ = (Index("ix_metric_values_run_metric", "run_id", "metric"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    trial_id: Mapped[int | None] = mapped_column(ForeignKey("trials.id"), index=True)
+    case_id: Mapped[str] = mapped_column(String(128))
+    group_key: Mapped[str] = mapped_column(String(64), default="")  # strategy or mode
+    metric: Mapped[str] = mapped_column(String(64))
+    value: Mapped[float | None] = mapped_column(Float)
+    scorer_version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RetrievalResult(Base):
+    __tablename__ = "retrieval_results"
+    __table_args__ = (Index("ix_retrieval_results_run_query", "run_id", "query_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    strategy: Mapped[str] = mapped_column(String(64))
+    query_id: Mapped[str] = mapped_column(String(128))
+    rank: Mapped[int] = mapped_column(Integer)
+    chunk_id: Mapped[str] = mapped_column(String(256))
+    doc_id: Mapped[str] = mapped_column(String(256))
+    score: Mapped[float] = mapped_column(Float)
+
+
+HISTORY_TABLES: tuple[str, ...] = (
+    "runs",
+    "run_events",
+    "system_prompts",
+    "variant_configs",
+    "cases",
+    "assertion_defs",
+    "corpus_snapshots",
+    "trials",
+    "assertion_results",
+    "trial_scores",
+    "metric_values",
+    "retrieval_results",
+)

@@ -1,0 +1,109 @@
+"""Plain records passed into and out of the store (never ORM rows)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Provenance:
+    git_sha: str | None
+    git_dirty: bool | None
+    git_note: str  # "ok" or why there is no sha ("not a git checkout")
+    ragqual_version: str
+    python_version: str
+    argv: tuple[str, ...]
+    corpus_fingerprint: str | None = None
+    dataset_hash: str | None = None
+    prompt_hashes: tuple[str, ...] = ()
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "git_sha": self.git_sha,
+            "git_dirty": self.git_dirty,
+            "git_note": self.git_note,
+            "ragqual_version": self.ragqual_version,
+            "python_version": self.python_version,
+            "argv": list(self.argv),
+            "corpus_fingerprint": self.corpus_fingerprint,
+            "dataset_hash": self.dataset_hash,
+            "prompt_hashes": list(self.prompt_hashes),
+            "params": self.params,
+        }
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    kind: str
+    subject: str | None
+    started_at: datetime
+    status: str | None
+    ended_at: datetime | None
+    argv: list[str]
+    params: dict[str, Any]
+    provenance: dict[str, Any]
+    corpus_fingerprint: str | None
+    dataset_hash: str | None
+    git_sha: str | None
+    git_dirty: bool | None
+
+
+@dataclass(frozen=True)
+class AssertionRow:
+    assertion_id: str
+    version: int
+    category: str
+    weight: float
+    passed: bool
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    scorer_name: str
+    scorer_version: int
+    score: float
+    perfect: bool
+    per_category: dict[str, float]
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """A finished trial with its scoring, appended in one transaction."""
+
+    run_id: int
+    case_pk: int
+    variant_id: int
+    mode: str
+    repeat_index: int
+    system_prompt_id: int | None
+    rendered_prompt: Any
+    context: str | None
+    raw_output: Any
+    parsed_output: Any
+    error: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: float | None
+    load_ms: float | None
+    cost: float | None
+    cache_key: str | None
+    cache_hit: bool
+    assertions: tuple[AssertionRow, ...] = ()
+    scores: tuple[ScoreRow, ...] = ()
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    case_id: str = ""
+
+
+@dataclass(frozen=True)
+class RetrievalRow:
+    strategy: str
+    query_id: str
+    rank: int
+    chunk_id: str
+    doc_id: str
+    score: float

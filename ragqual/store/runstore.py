@@ -1,0 +1,324 @@
+"""The append-only run store: the only code that writes history rows.
+
+Each public write is one short transaction, retried when SQLite reports the
+database as locked, so several processes can append to one file at once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, insert, select
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.errors import InputError
+from ragqual.store import db
+from ragqual.store.models import (
+    AssertionDef,
+    AssertionResult,
+    CaseDef,
+    CorpusSnapshot,
+    MetricValue,
+    RetrievalResult,
+    Run,
+    RunEvent,
+    SystemPrompt,
+    Trial,
+    TrialScore,
+    VariantConfig,
+)
+from ragqual.store.records import (
+    AssertionRow,
+    Provenance,
+    RetrievalRow,
+    RunInfo,
+    ScoreRow,
+    TrialRecord,
+)
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+LOCK_RETRIES = 60
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _dump(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _is_locked(exc: OperationalError) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text or "busy" in text
+
+
+class RunStore:
+    """Append rows to the history; read runs back as plain records."""
+
+    def __init__(self, engine: Engine, clock: Clock = utcnow):
+        self.engine = engine
+        self.clock = clock
+
+    @classmethod
+    def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
+        engine = db.make_engine(url)
+        db.ensure_at_head(engine, auto_create=auto_create)
+        return cls(engine, clock)
+
+    # -- plumbing -------------------------------------------------------------
+    def _write(self, work: Callable[[Session], T]) -> T:
+        delay = 0.02
+        for attempt in range(LOCK_RETRIES):
+            try:
+                with Session(self.engine) as session, session.begin():
+                    return work(session)
+            except OperationalError as exc:
+                if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+        raise AssertionError("unreachable")
+
+    def _intern(self, model: type, lookup: dict[str, Any], values: dict[str, Any]) -> int:
+        def find(session: Session) -> int | None:
+            query = select(model.id).filter_by(**lookup)
+            return session.execute(query).scalar_one_or_none()
+
+        def work(session: Session) -> int:
+            found = find(session)
+            if found is not None:
+                return found
+            return session.execute(insert(model).values(**lookup, **values).returning(model.id)).scalar_one()
+
+        try:
+            return self._write(work)
+        except IntegrityError:  # another process interned the same row first
+            with Session(self.engine) as session:
+                found = find(session)
+            if found is None:
+                raise
+            return found
+
+    # -- runs -----------------------------------------------------------------
+    def start_run(self, kind: str, subject: str | None, provenance: Provenance) -> int:
+        def work(session: Session) -> int:
+            now = self.clock()
+            run_id = session.execute(
+                insert(Run)
+                .values(
+                    kind=kind,
+                    subject=subject,
+                    started_at=now,
+                    argv=json.dumps(list(provenance.argv)),
+                    params=canonical_json(provenance.params),
+                    git_sha=provenance.git_sha,
+                    git_dirty=provenance.git_dirty,
+                    ragqual_version=provenance.ragqual_version,
+                    python_version=provenance.python_version,
+                    corpus_fingerprint=provenance.corpus_fingerprint,
+                    dataset_hash=provenance.dataset_hash,
+                    prompt_hashes=json.dumps(list(provenance.prompt_hashes)),
+                    provenance=canonical_json(provenance.as_dict()),
+                )
+                .returning(Run.id)
+            ).scalar_one()
+            session.execute(insert(RunEvent).values(run_id=run_id, event="started", at=now))
+            return run_id
+
+        return self._write(work)
+
+    def add_event(self, run_id: int, event: str, detail: str | None = None) -> None:
+        self._write(
+            lambda s: s.execute(
+                insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=detail)
+            )
+        )
+
+    # -- deduplicated definitions ---------------------------------------------
+    def intern_system_prompt(self, text: str) -> int:
+        return self._intern(SystemPrompt, {"sha256": sha256_hex(text)}, {"text": text})
+
+    def intern_variant(self, name: str, provider: str, model: str, config: dict[str, Any]) -> int:
+        body = {"name": name, "provider": provider, "model": model, "config": config}
+        return self._intern(
+            VariantConfig,
+            {"sha256": sha256_hex(canonical_json(body))},
+            {"name": name, "provider": provider, "model": model, "config": canonical_json(config)},
+        )
+
+    def record_case(self, subject: str, case_id: str, slug: str, definition: dict[str, Any]) -> int:
+        digest = sha256_hex(canonical_json(definition))
+        return self._intern(
+            CaseDef,
+            {"subject": subject, "case_id": case_id, "sha256": digest},
+            {"slug": slug, "definition": canonical_json(definition)},
+        )
+
+    def record_assertion_def(
+        self, assertion_id: str, version: int, category: str, weight: float, name: str, definition: dict[str, Any]
+    ) -> int:
+        digest = sha256_hex(canonical_json(definition))
+        return self._intern(
+            AssertionDef,
+            {"assertion_id": assertion_id, "version": version, "sha256": digest},
+            {"category": category, "weight": weight, "name": name, "definition": canonical_json(definition)},
+        )
+
+    def record_corpus_snapshot(
+        self, fingerprint: str, documents: list[dict[str, Any]], chunk_config: dict[str, Any], embedder_id: str
+    ) -> int:
+        return self._intern(
+            CorpusSnapshot,
+            {"fingerprint": fingerprint},
+            {
+                "documents": canonical_json(documents),
+                "chunk_config": canonical_json(chunk_config),
+                "embedder_id": embedder_id,
+                "created_at": self.clock(),
+            },
+        )
+
+    # -- trials and scores -----------------------------------------------------
+    def append_trial(self, rec: TrialRecord) -> int:
+        """The trial, its assertion rows, score rows and metrics: all or nothing."""
+
+        def work(session: Session) -> int:
+            now = self.clock()
+            trial_id = session.execute(
+                insert(Trial)
+                .values(
+                    run_id=rec.run_id,
+                    case_pk=rec.case_pk,
+                    variant_id=rec.variant_id,
+                    system_prompt_id=rec.system_prompt_id,
+                    mode=rec.mode,
+                    repeat_index=rec.repeat_index,
+                    rendered_prompt=_dump(rec.rendered_prompt),
+                    context=rec.context,
+                    raw_output=_dump(rec.raw_output),
+                    parsed_output=_dump(rec.parsed_output),
+                    error=rec.error,
+                    prompt_tokens=rec.prompt_tokens,
+                    completion_tokens=rec.completion_tokens,
+                    latency_ms=rec.latency_ms,
+                    load_ms=rec.load_ms,
+                    cost=rec.cost,
+                    cache_key=rec.cache_key,
+                    cache_hit=rec.cache_hit,
+                    created_at=now,
+                )
+                .returning(Trial.id)
+            ).scalar_one()
+            self._insert_scoring(session, trial_id, rec.assertions, rec.scores, now)
+            if rec.metrics:
+                self._insert_metrics(
+                    session, rec.run_id,
+                    [(trial_id, rec.case_id, rec.mode, k, v, 1) for k, v in rec.metrics.items()], now,
+                )
+            return trial_id
+
+        return self._write(work)
+
+    def _insert_scoring(
+        self, session: Session, trial_id: int, assertions: Sequence[AssertionRow],
+        scores: Sequence[ScoreRow], now: datetime,
+    ) -> str:
+        batch = str(uuid.uuid4())
+        if assertions:
+            session.execute(insert(AssertionResult), [
+                {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
+                 "assertion_version": a.version, "category": a.category, "weight": a.weight,
+                 "passed": a.passed, "detail": a.detail, "created_at": now}
+                for a in assertions
+            ])
+        if scores:
+            session.execute(insert(TrialScore), [
+                {"trial_id": trial_id, "batch": batch, "scorer_name": s.scorer_name,
+                 "scorer_version": s.scorer_version, "score": s.score, "perfect": s.perfect,
+                 "per_category": canonical_json(s.per_category), "created_at": now}
+                for s in scores
+            ])
+        return batch
+
+    def append_scoring(
+        self, trial_id: int, assertions: Sequence[AssertionRow], scores: Sequence[ScoreRow]
+    ) -> str:
+        """A re-scoring of an old trial: new rows beside the old ones, which stay."""
+        return self._write(lambda s: self._insert_scoring(s, trial_id, assertions, scores, self.clock()))
+
+    def _insert_metrics(
+        self, session: Session, run_id: int,
+        rows: Iterable[tuple[int | None, str, str, str, float | None, int]], now: datetime,
+    ) -> None:
+        payload = [
+            {"run_id": run_id, "trial_id": t, "case_id": c, "group_key": g, "metric": m,
+             "value": v, "scorer_version": ver, "created_at": now}
+            for t, c, g, m, v, ver in rows
+        ]
+        if payload:
+            session.execute(insert(MetricValue), payload)
+
+    def append_metrics(
+        self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
+    ) -> None:
+        """(trial_id, case_id, group_key, metric, value, scorer_version) rows."""
+        self._write(lambda s: self._insert_metrics(s, run_id, rows, self.clock()))
+
+    def append_retrieval_results(self, run_id: int, rows: Sequence[RetrievalRow]) -> None:
+        if not rows:
+            return
+        payload = [
+            {"run_id": run_id, "strategy": r.strategy, "query_id": r.query_id, "rank": r.rank,
+             "chunk_id": r.chunk_id, "doc_id": r.doc_id, "score": r.score}
+            for r in rows
+        ]
+        self._write(lambda s: s.execute(insert(RetrievalResult), payload))
+
+    # -- reads -------------------------------------------------------------------
+    def get_run(self, run_id: int) -> RunInfo:
+        with Session(self.engine) as session:
+            run = session.get(Run, run_id)
+            if run is None:
+                raise InputError(f"no run with id {run_id}: `ragqual history` lists the runs")
+            last = session.execute(
+                select(RunEvent).where(RunEvent.run_id == run_id).order_by(RunEvent.id.desc()).limit(1)
+            ).scalar_one_or_none()
+            ended = last.at if last is not None and last.event in ("finished", "interrupted", "failed") else None
+            return RunInfo(
+                id=run.id, kind=run.kind, subject=run.subject, started_at=run.started_at,
+                status=last.event if last is not None else None, ended_at=ended,
+                argv=json.loads(run.argv), params=json.loads(run.params),
+                provenance=json.loads(run.provenance), corpus_fingerprint=run.corpus_fingerprint,
+                dataset_hash=run.dataset_hash, git_sha=run.git_sha, git_dirty=run.git_dirty,
+            )
+
+    def last_run_id(self, kind: str | None = None) -> int:
+        query = select(Run.id).order_by(Run.id.desc()).limit(1)
+        if kind:
+            query = query.where(Run.kind == kind)
+        with Session(self.engine) as session:
+            found = session.execute(query).scalar_one_or_none()
+        if found is None:
+            raise InputError("the history has no runs yet" + (f" of kind {kind}" if kind else ""))
+        return found
+
+    def finished_slots(self, run_id: int) -> set[tuple[int, int, str, int]]:
+        """(case_pk, variant_id, mode, repeat_index) of every trial the run already holds."""
+        query = select(Trial.case_pk, Trial.variant_id, Trial.mode, Trial.repeat_index).where(
+            Trial.run_id == run_id
+        )
+        with Session(self.engine) as session:
+            return {tuple(row) for row in session.execute(query)}  # type: ignore[misc]

@@ -1,0 +1,30 @@
+"""Build small, real histories for store and report tests."""
+
+from __future__ import annotations
+
+from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord
+from ragqual.store.runstore import RunStore
+
+
+def provenance(**over) -> Provenance:
+    base = dict(git_sha="abc123", git_dirty=False, git_note="ok", ragqual_version="0.1.0",
+                python_version="3.11.7", argv=("ragqual", "test"), corpus_fingerprint="f" * 64,
+                dataset_hash="d" * 64, params={"k": 5})
+    base.update(over)
+    return Provenance(**base)
+
+
+def add_trial(store: RunStore, run_id: int, *, case: str = "case-1", repeat: int = 0, mode: str = "e2e",
+              passed: bool = True, score: float = 1.0) -> int:
+    case_pk = store.record_case("rag", case, case, {"id": case, "query": "q?"})
+    variant = store.intern_variant("mock", "mock", "mock", {"temperature": 0})
+    prompt = store.intern_system_prompt("You answer from context.")
+    return store.append_trial(TrialRecord(
+        run_id=run_id, case_pk=case_pk, variant_id=variant, mode=mode, repeat_index=repeat,
+        system_prompt_id=prompt, rendered_prompt=[{"role": "user", "content": "q?"}], context="ctx",
+        raw_output={"text": "answer"}, parsed_output="answer", error=None, prompt_tokens=10,
+        completion_tokens=3, latency_ms=12.5, load_ms=None, cost=None, cache_key="k" * 64, cache_hit=False,
+        assertions=(AssertionRow("a1", 1, "correctness", 1.0, passed),),
+        scores=(ScoreRow("weighted-assertions", 1, score, passed, {"correctness": score}),),
+        metrics={"correctness": 1.0 if passed else 0.0}, case_id=case,
+    ))

@@ -1,0 +1,1 @@
+"""Helpers shared by the test suite (stand-in servers and the like)."""
