@@ -44,10 +44,14 @@ class ChunkConfig:
         if not isinstance(self.doc_prefix, str) or not isinstance(self.query_prefix, str):
             raise InputError("doc_prefix and query_prefix must be strings")
         if self.overlap_tokens >= self.chunk_tokens:
-            raise InputError(f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})")
+            raise InputError(
+                f"overlap_tokens ({self.overlap_tokens}) must be smaller than chunk_tokens ({self.chunk_tokens})"
+            )
         if self.budget_chars < 1 or self.overlap_chars >= self.budget_chars:
-            raise InputError(f"a chunk of {self.budget_chars} characters with {self.overlap_chars} characters of overlap "
-                             f"cannot advance: raise chunk_tokens or chars_per_token")
+            raise InputError(
+                f"a chunk of {self.budget_chars} characters with {self.overlap_chars} characters of overlap "
+                "cannot advance: raise chunk_tokens or chars_per_token"
+            )
 
     @property
     def budget_chars(self) -> int:

@@ -1,0 +1,72 @@
+"""The reference RAG prompt: system rules, the context block, the multi-turn query rewrite.
+
+Also the extractive mock reader for this prompt: it answers by echoing the
+injected context and declines when there is none, so its score is the best a
+perfect reader could do with what retrieval delivered (the extractive ceiling).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragqual.adapters.llm import ChatMessage, ChatRequest
+from ragqual.core.goldens import Golden
+
+RAG_SYSTEM_PROMPT = """You answer questions for someone relying on an off-grid knowledge base.
+Rules:
+1. Answer only from the numbered passages in the user's message. Ignore passages that are tangential, poetic or only share words with the question.
+2. Give the specific facts asked for (numbers with their units) in one to three sentences.
+3. If the passages do not answer the question, say plainly that you don't know and stop. Do not guess.
+4. Never narrate retrieval: do not write "according to the context", "the passages", "the knowledge base" or "the documents"; just answer.
+5. Do not show your reasoning."""
+
+REWRITE_SYSTEM_PROMPT = """Rewrite the user's last message as one standalone search question.
+Replace pronouns with what they refer to in the conversation. Reply with the question only."""
+
+CONTEXT_OPEN = "<<<CONTEXT"
+CONTEXT_CLOSE = "CONTEXT>>>"
+QUESTION_LABEL = "Question:"
+MOCK_DECLINE = "I don't know: the provided information does not cover this."
+
+
+def context_block(passages: Sequence[str]) -> str:
+    numbered = [f"[{i}] {text.strip()}" for i, text in enumerate(passages, start=1)]
+    return "\n".join([CONTEXT_OPEN, "\n\n".join(numbered), CONTEXT_CLOSE])
+
+
+def answer_request(golden: Golden, passages: Sequence[str], options: dict, system: str = RAG_SYSTEM_PROMPT) -> ChatRequest:
+    """Prior turns as they were, then the last user message carrying the context block."""
+    history = tuple(ChatMessage(t.role, t.content) for t in golden.turns)
+    last = ChatMessage("user", f"{context_block(passages)}\n\n{QUESTION_LABEL} {golden.query}")
+    return ChatRequest(system=system, messages=(*history, last), options=dict(options))
+
+
+def rewrite_request(golden: Golden, options: dict) -> ChatRequest:
+    lines = [f"{t.role}: {t.content}" for t in golden.turns] + [f"user: {golden.query}"]
+    return ChatRequest(system=REWRITE_SYSTEM_PROMPT,
+                       messages=(ChatMessage("user", "Conversation:\n" + "\n".join(lines)),),
+                       options=dict(options))
+
+
+def injected_context(request: ChatRequest) -> str | None:
+    """The passages inside the last message's context block, or None if it has no block."""
+    if not request.messages:
+        return None
+    text = request.messages[-1].content
+    start = text.find(CONTEXT_OPEN)
+    end = text.find(CONTEXT_CLOSE, start + 1)
+    if start < 0 or end < 0:
+        return None
+    return text[start + len(CONTEXT_OPEN): end].strip()
+
+
+def mock_reply(request: ChatRequest) -> str:
+    """Deterministic stand-in reader: echo the context, decline without it, and 'rewrite' by joining turns."""
+    if request.system == REWRITE_SYSTEM_PROMPT:
+        lines = request.messages[-1].content.splitlines()[1:]
+        users = [line.split(": ", 1)[1] for line in lines if line.startswith("user: ")]
+        return " ".join(users[-2:])
+    context = injected_context(request)
+    if not context:
+        return MOCK_DECLINE
+    return " ".join(line.split("] ", 1)[-1] if line.startswith("[") else line for line in context.splitlines() if line.strip())

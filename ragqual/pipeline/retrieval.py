@@ -1,0 +1,176 @@
+"""The reference retrieval pipeline under test: dense, BM25 and hybrid, then a rerank stage.
+
+Every stage is deterministic: ties are broken by chunk id, scores come from
+Qdrant (dense) and bm25s (lexical), and fusion is reciprocal rank fusion.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import bm25s
+import numpy as np
+
+from ragqual.errors import InputError
+from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
+from ragqual.pipeline.query import expand_acronyms
+
+STRATEGIES = ("dense", "bm25", "hybrid")
+_TERM = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are as at be by can do does for from how i if in is it its my of on or should "
+    "the to what when where which who why with you your".split()
+)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    strategy: str = "hybrid"
+    candidate_k: int = 20
+    context_k: int = 5
+    threshold: float | None = None
+    rrf_k: int = 60
+    rerank: bool = True
+    expand_acronyms: bool = True
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise InputError(f"unknown strategy {self.strategy!r}: use one of {', '.join(STRATEGIES)}")
+        if self.candidate_k < 1 or self.context_k < 1:
+            raise InputError("--candidate-k and --context-k must be at least 1")
+        if self.rrf_k < 1:
+            raise InputError("the RRF k constant must be at least 1")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy, "candidate_k": self.candidate_k, "context_k": self.context_k,
+            "threshold": self.threshold, "rrf_k": self.rrf_k, "rerank": self.rerank,
+            "expand_acronyms": self.expand_acronyms,
+        }
+
+    def with_(self, **changes: Any) -> RetrievalConfig:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One retrieved chunk. `similarity` is the dense cosine, whatever the strategy."""
+
+    chunk_id: str
+    doc_id: str
+    score: float
+    similarity: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    query: str  # after preprocessing
+    candidates: tuple[Ranked, ...]  # the full reranked candidate list
+    context: tuple[Ranked, ...]  # what reaches the prompt: top context_k above the threshold
+    latency_ms: float = 0.0
+    texts: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def context_text(self, separator: str = "\n\n") -> str:
+        return separator.join(self.texts[r.chunk_id] for r in self.context)
+
+
+class DenseIndex(Protocol):
+    def search(self, vector: np.ndarray, limit: int, score_threshold: float | None = None) -> list[Any]: ...
+
+
+class QueryEmbedder(Protocol):
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def terms(text: str) -> list[str]:
+    return [t for t in _TERM.findall(text.lower()) if t not in _STOP]
+
+
+def _order(items: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(items.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
+    """Reciprocal rank fusion: sum over rankings of 1 / (k + rank), rank from 1."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, chunk_id in enumerate(ranking, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def lexical_rerank(query_terms: Sequence[str], ranked: Sequence[str], texts: dict[str, str]) -> list[str]:
+    """Rescore candidates by query-term coverage, keeping the incoming order as the tie-breaker.
+
+    score = 0.5 * (1 / (1 + position)) + 0.5 * (share of distinct query terms in the chunk).
+    """
+    wanted = set(query_terms)
+    scored: dict[str, float] = {}
+    for position, chunk_id in enumerate(ranked):
+        have = set(terms(texts[chunk_id]))
+        coverage = len(wanted & have) / len(wanted) if wanted else 0.0
+        scored[chunk_id] = 0.5 / (1 + position) + 0.5 * coverage
+    return [cid for cid, _ in _order(scored)]
+
+
+class Retriever:
+    """Dense (Qdrant), BM25 (bm25s) and hybrid retrieval over one ingested corpus."""
+
+    def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
+                 embedder: QueryEmbedder, chunk_config: ChunkConfig, sources: dict[str, str] | None = None):
+        self.chunks = {c.chunk_id: c for c in chunks}
+        self.order = [c.chunk_id for c in chunks]
+        self.texts = {c.chunk_id: c.text for c in chunks}
+        self.vectors = {cid: vectors[i] for i, cid in enumerate(self.order)}
+        self.index = index
+        self.embedder = embedder
+        self.chunk_config = chunk_config
+        self.sources = sources or {}
+        self.bm25 = bm25s.BM25()
+        self.bm25.index(self._tokenize([c.text for c in chunks]), show_progress=False)
+
+    @staticmethod
+    def _tokenize(texts: list[str]):
+        return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+
+    def _dense(self, qvec: np.ndarray, k: int) -> dict[str, float]:
+        hits = self.index.search(qvec, limit=k)
+        return {h.chunk_id: float(h.score) for h in hits}
+
+    def _bm25(self, query: str, k: int) -> dict[str, float]:
+        k = min(k, len(self.order))
+        docs, scores = self.bm25.retrieve(self._tokenize([query]), k=k, show_progress=False, n_threads=1)
+        out = {self.order[int(i)]: float(s) for i, s in zip(docs[0], scores[0], strict=True) if s > 0}
+        return out
+
+    def similarity(self, qvec: np.ndarray, chunk_id: str) -> float:
+        return float(np.dot(qvec, self.vectors[chunk_id]))
+
+    def retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
+        started = time.perf_counter()
+        query = expand_acronyms(raw_query) if config.expand_acronyms else raw_query
+        qvec = self.embedder.embed([embed_text_for_query(query, self.chunk_config)])[0]
+        if config.strategy == "dense":
+            scored = self._dense(qvec, config.candidate_k)
+        elif config.strategy == "bm25":
+            scored = self._bm25(query, config.candidate_k)
+        else:
+            dense = [c for c, _ in _order(self._dense(qvec, config.candidate_k))]
+            lexical = [c for c, _ in _order(self._bm25(query, config.candidate_k))]
+            scored = rrf([dense, lexical], config.rrf_k)
+        ranked = [cid for cid, _ in _order(scored)][: config.candidate_k]
+        if config.rerank:
+            ranked = lexical_rerank(terms(raw_query), ranked, self.texts)
+        candidates = tuple(
+            Ranked(cid, self.chunks[cid].doc_id, round(scored[cid], 6), round(self.similarity(qvec, cid), 6),
+                   self.sources.get(cid, ""))
+            for cid in ranked
+        )
+        above = [r for r in candidates if config.threshold is None or r.similarity >= config.threshold]
+        elapsed = (time.perf_counter() - started) * 1000
+        return Retrieval(query, candidates, tuple(above[: config.context_k]), elapsed, self.texts)

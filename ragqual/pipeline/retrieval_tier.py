@@ -1,0 +1,145 @@
+"""The retrieval tier: run every golden through the retriever and measure it.
+
+Quality numbers here are a pure function of the corpus, goldens, embedder and
+configuration, so two runs give identical quality sections; wall-clock
+timings are kept apart in `timings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragqual.core import metrics as m
+from ragqual.core.goldens import Golden
+from ragqual.core.scoring import percentile
+from ragqual.pipeline.retrieval import Retrieval, RetrievalConfig, Retriever
+
+CUTOFFS = (1, 3, 5, 10)
+HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "nonEmptyRefusal")
+DIGITS = 4
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    golden: Golden
+    retrieval: Retrieval
+    metrics: dict[str, float]
+
+    @property
+    def ranked_docs(self) -> list[str]:
+        return m.collapse_to_documents([r.doc_id for r in self.retrieval.candidates])
+
+
+@dataclass
+class TierResult:
+    config: RetrievalConfig
+    queries: list[QueryResult] = field(default_factory=list)
+
+
+def query_metrics(golden: Golden, retrieval: Retrieval, context_k: int) -> dict[str, float]:
+    """Every per-question number. Refusal questions get only the non-empty-context flag."""
+    if golden.expect_refusal:
+        return {"nonEmptyRefusal": 1.0 if retrieval.context else 0.0,
+                "contextChars": float(len(retrieval.context_text()))}
+    judgements = dict(golden.grades)
+    chunk_docs = [r.doc_id for r in retrieval.candidates]
+    docs = m.collapse_to_documents(chunk_docs)
+    out: dict[str, float] = {}
+    for k in CUTOFFS:
+        out[f"recall@{k}"] = m.recall_at_k(docs, judgements, k)
+        out[f"hit@{k}"] = m.hit_rate_at_k(docs, judgements, k)
+    out["mrr"] = m.reciprocal_rank(docs, judgements)
+    out["ndcg@5"] = m.ndcg_at_k(docs, judgements, 5)
+    out["ndcg@10"] = m.ndcg_at_k(docs, judgements, 10)
+    out["map@10"] = m.average_precision(docs, judgements, 10)
+    out["rprec"] = m.r_precision(docs, judgements)
+    relevant = set(golden.relevant_doc_ids)
+    out["precision@5"] = m.chunk_precision_at_k(chunk_docs, relevant, 5)
+    out[f"contextPrecision@{context_k}"] = m.chunk_precision_at_k([r.doc_id for r in retrieval.context], relevant, context_k)
+    out["contextRecall"] = m.recall_at_k(m.collapse_to_documents([r.doc_id for r in retrieval.context]), judgements, context_k)
+    out["contextChars"] = float(len(retrieval.context_text()))
+    return out
+
+
+def run_tier(retriever: Retriever, goldens: Sequence[Golden], config: RetrievalConfig) -> TierResult:
+    result = TierResult(config)
+    for golden in goldens:
+        retrieval = retriever.retrieve(golden.query, config)
+        result.queries.append(QueryResult(golden, retrieval, query_metrics(golden, retrieval, config.context_k)))
+    return result
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), DIGITS) if values else None
+
+
+def aggregate(queries: Sequence[QueryResult]) -> dict[str, float | None]:
+    names = sorted({k for q in queries for k in q.metrics})
+    out = {name: _mean([q.metrics[name] for q in queries if name in q.metrics]) for name in names}
+    out["questions"] = float(len(queries))
+    return out
+
+
+def by_tag(queries: Sequence[QueryResult]) -> dict[str, dict[str, float | None]]:
+    tags = sorted({t for q in queries for t in q.golden.tags})
+    return {t: aggregate([q for q in queries if t in q.golden.tags]) for t in tags}
+
+
+def score_distributions(queries: Sequence[QueryResult]) -> dict[str, dict[str, float | None]]:
+    """Dense similarity of relevant vs non-relevant candidates (the threshold's evidence)."""
+    relevant: list[float] = []
+    other: list[float] = []
+    refusal: list[float] = []
+    for q in queries:
+        for r in q.retrieval.candidates[:5]:
+            if q.golden.expect_refusal:
+                refusal.append(r.similarity)
+            elif r.doc_id in q.golden.relevant_doc_ids:
+                relevant.append(r.similarity)
+            else:
+                other.append(r.similarity)
+    return {"relevant": _summary(relevant), "nonRelevant": _summary(other), "refusalTop5": _summary(refusal)}
+
+
+def _summary(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"n": 0.0, "min": None, "p50": None, "mean": None, "max": None}
+    return {"n": float(len(values)), "min": round(min(values), DIGITS), "p50": round(percentile(values, 50), DIGITS),
+            "mean": round(sum(values) / len(values), DIGITS), "max": round(max(values), DIGITS)}
+
+
+def misses(queries: Sequence[QueryResult], k: int = 5) -> list[dict[str, Any]]:
+    """Answerable questions whose relevant documents are not all in the top k, with what came instead."""
+    out = []
+    for q in queries:
+        if q.golden.expect_refusal or q.metrics.get(f"recall@{k}", 1.0) >= 1.0:
+            continue
+        out.append({"id": q.golden.id, "query": q.golden.query, "expected": list(q.golden.relevant_doc_ids),
+                    "retrieved": q.ranked_docs[:k]})
+    return out
+
+
+def quality_section(result: TierResult) -> dict[str, Any]:
+    """The deterministic part of the report: byte-identical for identical inputs."""
+    return {
+        "config": result.config.as_dict(),
+        "overall": aggregate(result.queries),
+        "byTag": by_tag(result.queries),
+        "scoreDistributions": score_distributions(result.queries),
+        "misses": misses(result.queries),
+        "perQuestion": [
+            {"id": q.golden.id, "tags": list(q.golden.tags), "metrics": {k: round(v, DIGITS) for k, v in sorted(q.metrics.items())},
+             "retrieved": [[r.chunk_id, r.similarity] for r in q.retrieval.candidates[:10]]}
+            for q in result.queries
+        ],
+    }
+
+
+def timing_section(result: TierResult) -> dict[str, Any]:
+    latencies = [q.retrieval.latency_ms for q in result.queries]
+    if not latencies:
+        return {"queries": 0}
+    return {"queries": len(latencies), "latencyP50Ms": round(percentile(latencies, 50), 2),
+            "latencyP95Ms": round(percentile(latencies, 95), 2)}
