@@ -39,7 +39,8 @@ def read_goldens_dir(path: str | os.PathLike[str], known_doc_ids: Collection[str
     """Every `*.jsonl` golden file directly in `path`, validated against the corpus's document ids."""
     root = _existing_dir(path, "goldens")
     names = _names(root, GOLDENS_SUFFIX)
-    files, issues = _read_all(path, root, names, MAX_GOLDENS_FILE_BYTES, "10 MB per golden file (MAX_GOLDENS_FILE_BYTES)")
+    limit_name = "10 MB per golden file (MAX_GOLDENS_FILE_BYTES)"
+    files, issues = _read_all(path, root, names, MAX_GOLDENS_FILE_BYTES, limit_name)
     return _parse_or_raise(files, issues, lambda f: parse_goldens(f, known_doc_ids, source_dir=display_path(path)))
 
 

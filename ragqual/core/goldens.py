@@ -13,29 +13,29 @@ One golden per line:
      "split": "validation", "relevanceGrades": {"water-boiling": 2}}
 
 `split` and `relevanceGrades` are optional; any other key is an error (usually a typo).
-`mustInclude` / `mustNotInclude` are case-insensitive patterns of the `regex` package.
+`mustInclude` / `mustNotInclude` are case-insensitive patterns of the `regex` package,
+compiled here at load by `ragqual.core.textmatch.compile_pattern`, the same function
+(and cache) the answer checks match with later.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any
 
 import regex
 
 from ragqual.core.hashing import hash_value
+from ragqual.core.textmatch import InvalidPattern, compile_pattern
 from ragqual.errors import InputError, Issue, ValidationFailed
 
 ROLES = ("user", "assistant")
 SPLITS = ("validation", "test")
 MIN_GRADE, MAX_GRADE = 1, 3
 DEFAULT_GRADE = 1
-PATTERN_FLAGS = regex.IGNORECASE
 
 REQUIRED_FIELDS = (
     "id", "query", "turns", "relevantDocIds", "mustInclude", "mustNotInclude", "expectRefusal", "tags",
@@ -65,7 +65,7 @@ class Golden:
     expect_refusal: bool
     tags: tuple[str, ...]
     split: str | None = None
-    grades: Mapping[str, int] = field(default_factory=dict, hash=False)
+    grades: dict[str, int] = field(default_factory=dict, hash=False)  # read-only by convention
     source: str = ""  # "goldens/water.jsonl:12"
 
     def __post_init__(self) -> None:
@@ -73,7 +73,7 @@ class Golden:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         resolved = {doc: DEFAULT_GRADE for doc in self.relevant_doc_ids}
         resolved.update(self.grades)
-        object.__setattr__(self, "grades", MappingProxyType(resolved))
+        object.__setattr__(self, "grades", resolved)
 
     @property
     def include_patterns(self) -> tuple[regex.Pattern[str], ...]:
@@ -99,12 +99,6 @@ class Golden:
         if self.split is not None:
             out["split"] = self.split
         return out
-
-
-@lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """Compile a mustInclude / mustNotInclude pattern the one way ragqual matches them."""
-    return regex.compile(pattern, PATTERN_FLAGS)
 
 
 # --- parsing -------------------------------------------------------------------------------
@@ -380,8 +374,10 @@ def _pattern_problem(where: str, pattern: str) -> list[str]:
         return [f"{where} is an empty pattern, which matches every answer"]
     try:
         compile_pattern(pattern)
-    except Exception as exc:  # regex.error, or RecursionError on absurd nesting: all mean "bad pattern"
-        return [f"{where} {pattern!r} does not compile: {exc}"]
+    except InvalidPattern as exc:
+        return [f"{where} {pattern!r} does not compile: {exc.reason}"]
+    except RecursionError:
+        return [f"{where} does not compile: groups nested too deeply"]
     return []
 
 
