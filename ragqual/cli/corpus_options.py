@@ -1,0 +1,263 @@
+"""The corpus options every corpus-reading command shares, and the context built from them.
+
+    @click.command("retrieval")
+    @corpus_options
+    @click.pass_obj
+    def retrieval_cmd(app, corpus_opts, ...):
+        with load_corpus_context(app, corpus_opts) as corpus:
+            ensure_ingested(corpus)
+            hits = corpus.index.search(...)
+
+Options win over `[tool.ragqual]`, which wins over the defaults. Nothing is opened until it
+is used: documents and goldens are read (and validated) at once, the embedder and Qdrant
+only when a command touches `embedder`, `fingerprint` or `index`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ragqual.cli.context import AppContext
+from ragqual.core.corpus import Document
+from ragqual.core.goldens import Golden
+from ragqual.pipeline.chunking import Chunk, ChunkConfig, chunk_corpus
+
+if TYPE_CHECKING:  # the heavy modules load only when a command needs them
+    from qdrant_client import QdrantClient
+
+    from ragqual.adapters.embedders import Embedder
+    from ragqual.adapters.qdrant_store import EvalIndex
+    from ragqual.pipeline.ingest import IngestReport
+
+API_KEY_ENV = "QDRANT_API_KEY"
+
+
+@dataclass(frozen=True)
+class CorpusOptions:
+    corpus: str | None = None
+    goldens: str | None = None
+    embedder: str | None = None
+    qdrant_url: str | None = None
+    collection: str | None = None
+    chunk_tokens: int | None = None
+    overlap_tokens: int | None = None
+    chars_per_token: float | None = None
+    doc_prefix: str | None = None
+    query_prefix: str | None = None
+
+
+_OPTIONS = (
+    click.option("--corpus", metavar="DIR", help="Corpus folder of *.md documents [default: ./corpus or [tool.ragqual] corpus]."),
+    click.option("--goldens", metavar="DIR", help="Golden questions folder of *.jsonl files [default: ./goldens]."),
+    click.option("--embedder", metavar="URI", help="minilm (offline default) or ollama:<model>."),
+    click.option("--qdrant-url", metavar="URL", help="Qdrant server (env QDRANT_URL, key QDRANT_API_KEY) instead of the embedded store."),
+    click.option("--collection", metavar="NAME", help="Qdrant collection holding the eval chunks [default: ragqual_kb]."),
+    click.option("--chunk-tokens", type=click.IntRange(min=1), help="Chunk size in estimated tokens [default: 256]."),
+    click.option("--overlap-tokens", type=click.IntRange(min=0), help="Overlap between chunks in estimated tokens [default: 32]."),
+    click.option("--chars-per-token", type=click.FloatRange(min=0, min_open=True), help="Characters per estimated token [default: 4]."),
+    click.option("--doc-prefix", metavar="TEXT", help="Prefix of embedded chunk texts, e.g. 'search_document: '."),
+    click.option("--query-prefix", metavar="TEXT", help="Prefix of embedded queries, e.g. 'search_query: '."),
+)
+_NAMES = tuple(f.name for f in fields(CorpusOptions))
+
+
+def corpus_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the shared corpus options to a click command; it receives them as `corpus_opts`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opts = CorpusOptions(**{name: kwargs.pop(name) for name in _NAMES})
+        return fn(*args, corpus_opts=opts, **kwargs)
+
+    for option in reversed(_OPTIONS):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+@dataclass
+class CorpusContext:
+    """Everything the corpus commands share, with the embedder and Qdrant opened on first use."""
+
+    app: AppContext
+    corpus_dir: Path
+    goldens_dir: Path
+    documents: list[Document]
+    goldens: list[Golden]
+    chunk_config: ChunkConfig
+    embedder_uri: str
+    collection: str
+    qdrant_url: str | None
+    qdrant_path: Path
+    _open: dict[str, Any] = field(default_factory=dict)
+
+    # -- lazily built --------------------------------------------------------------
+    @property
+    def raw_embedder(self) -> Embedder:
+        """The embedder without the disk cache (enough for its id and size)."""
+        if "raw_embedder" not in self._open:
+            from ragqual.adapters.embedders import make_embedder
+
+            self._open["raw_embedder"] = make_embedder(self.embedder_uri)
+        return self._open["raw_embedder"]
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder behind the on-disk embedding cache (none with `--cache off`)."""
+        if "embedder" not in self._open:
+            self._open["embedder"] = self._cached(self.raw_embedder)
+        return self._open["embedder"]
+
+    def _cached(self, inner: Embedder) -> Embedder:
+        if self.app.cache_mode == "off":
+            return inner
+        from ragqual.adapters.embedders import CachedEmbedder
+
+        return CachedEmbedder(inner, self.app.settings.cache_dir() / "embeddings")
+
+    @property
+    def embedder_id(self) -> str:
+        return self.raw_embedder.id
+
+    @property
+    def fingerprint(self) -> str:
+        from ragqual.pipeline.ingest import fingerprint_of
+
+        return fingerprint_of(self.documents, self.chunk_config, self.embedder_id)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        return chunk_corpus(self.documents, self.chunk_config)
+
+    def sources(self) -> dict[str, str]:
+        """doc id -> absolute path of the document's file (what ingest stores as `source`)."""
+        from ragqual.pipeline.ingest import source_paths
+
+        return source_paths(self.documents, self.corpus_dir)
+
+    @property
+    def location(self) -> str:
+        if self.qdrant_url:
+            return self.qdrant_url
+        from ragqual.adapters.files import display_path
+
+        return f"{display_path(self.qdrant_path)} (embedded)"
+
+    def store_exists(self) -> bool:
+        """False when the embedded folder was never created (so reading it would only create it)."""
+        return bool(self.qdrant_url) or (self.qdrant_path / "meta.json").is_file()
+
+    def client(self) -> QdrantClient:
+        if "client" not in self._open:
+            from ragqual.adapters.qdrant_store import open_qdrant
+
+            self._open["client"] = open_qdrant(self.qdrant_path, self.qdrant_url, os.environ.get(API_KEY_ENV))
+        return self._open["client"]
+
+    @property
+    def index(self) -> EvalIndex:
+        """The eval index sized for the embedder (opens the embedder and Qdrant)."""
+        if "index" not in self._open:
+            from ragqual.adapters.qdrant_store import EvalIndex
+
+            self._open["index"] = EvalIndex(self.client(), self.collection, self.raw_embedder.dim)
+        return self._open["index"]
+
+    def maintenance_index(self) -> EvalIndex:
+        """An index that can count, read and reset without loading the embedder."""
+        from ragqual.adapters.qdrant_store import EvalIndex
+
+        return EvalIndex(self.client(), self.collection, None)
+
+    def close(self) -> None:
+        embedder = self._open.pop("embedder", None)
+        if embedder is not None and hasattr(embedder, "close"):
+            embedder.close()
+        client = self._open.pop("client", None)
+        if client is not None:
+            client.close()
+        self._open.clear()
+
+    def __enter__(self) -> CorpusContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def load_corpus_context(
+    app: AppContext, opts: CorpusOptions, *, with_corpus: bool = True, with_goldens: bool = True,
+) -> CorpusContext:
+    """Resolve the settings and read (and validate) the corpus and goldens; exit 2 on bad input."""
+    from ragqual.adapters.files import read_corpus_and_goldens, read_corpus_dir
+
+    settings = app.settings
+    corpus_dir = settings.path("corpus", opts.corpus)
+    goldens_dir = settings.path("goldens", opts.goldens)
+    chunk_config = _chunk_config(settings.values, opts)  # checked before any file is read
+    documents: list[Document] = []
+    goldens: list[Golden] = []
+    if with_goldens:
+        documents, goldens = read_corpus_and_goldens(corpus_dir, goldens_dir)
+    elif with_corpus:
+        documents = read_corpus_dir(corpus_dir)
+    return CorpusContext(
+        app=app,
+        corpus_dir=corpus_dir,
+        goldens_dir=goldens_dir,
+        documents=documents,
+        goldens=goldens,
+        chunk_config=chunk_config,
+        embedder_uri=_pick(opts.embedder, settings.values, "embedder"),
+        collection=_pick(opts.collection, settings.values, "collection"),
+        qdrant_url=settings.qdrant_url(opts.qdrant_url),
+        qdrant_path=settings.qdrant_path(),
+    )
+
+
+def _pick(option: Any, values: dict[str, Any], key: str) -> Any:
+    return option if option is not None else values[key]
+
+
+def _chunk_config(values: dict[str, Any], opts: CorpusOptions) -> ChunkConfig:
+    names = ("chunk_tokens", "overlap_tokens", "chars_per_token", "doc_prefix", "query_prefix")
+    return ChunkConfig(**{name: _pick(getattr(opts, name), values, name) for name in names})
+
+
+def show_progress(app: AppContext) -> bool:
+    """A progress bar on an interactive terminal, never in JSON mode or when piped."""
+    return not app.as_json and sys.stderr.isatty()
+
+
+def record_snapshot(corpus: CorpusContext, report: IngestReport) -> int:
+    """The ingested corpus as a row of the history store (once per fingerprint)."""
+    documents = [
+        {"doc_id": d.doc_id, "sha256": d.sha256, "chars": len(d.text), "chunks": report.chunks_per_document.get(d.doc_id, 0)}
+        for d in corpus.documents
+    ]
+    return corpus.app.store().record_corpus_snapshot(
+        report.fingerprint, documents, corpus.chunk_config.as_dict(), report.embedder_id,
+    )
+
+
+def ensure_ingested(corpus: CorpusContext, *, progress: bool | None = None) -> IngestReport | None:
+    """Ingest when the eval points do not match the current fingerprint; returns the report, or None."""
+    from ragqual.pipeline.ingest import ingest_if_changed
+
+    bar = show_progress(corpus.app) if progress is None else progress
+    report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar)
+    if report is not None:
+        record_snapshot(corpus, report)
+        click.echo(
+            f"ingested {report.total_chunks} chunks of {report.documents} documents into "
+            f"{corpus.collection!r} (fingerprint {report.fingerprint[:12]})",
+            err=True,
+        )
+    return report
