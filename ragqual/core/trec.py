@@ -10,7 +10,6 @@ Every malformed line is collected into one `ValidationFailed`.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
@@ -49,19 +48,18 @@ def _content_lines(text: str) -> Iterator[tuple[int, list[str]]]:
             yield number, fields
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity)", re.IGNORECASE)
+
+
 def _parse_int(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    """A plain decimal integer (Python's int() would also take `1_0` or non-ASCII digits)."""
+    return int(text) if _INTEGER.fullmatch(text) else None
 
 
 def _parse_score(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return None if math.isnan(value) else value
+    """A decimal or exponent number, or +-inf; NaN cannot be ranked and is refused."""
+    return float(text) if _NUMBER.fullmatch(text) else None
 
 
 def parse_qrels(text: str, source: str) -> Qrels:
@@ -70,7 +68,8 @@ def parse_qrels(text: str, source: str) -> Qrels:
     issues: list[Issue] = []
     for number, fields in _content_lines(text):
         if len(fields) != 4:
-            issues.append(Issue(source, number, f"expected 4 fields 'qid iter docno label', found {len(fields)}"))
+            found = f"expected 4 fields 'qid iter docno label', found {len(fields)}"
+            issues.append(Issue(source, number, found))
             continue
         qid, _, docno, raw_label = fields
         label = _parse_int(raw_label)
@@ -153,7 +152,7 @@ def format_run(run: Run, tag: str) -> str:
     """
     _check_tokens("the run tag", [tag])
     _check_tokens("query ids", list(run))
-    lines = []
+    lines: list[str] = []
     for qid in sorted(run):
         scores = run[qid]
         ranked = rank_documents(scores)
@@ -165,7 +164,7 @@ def format_run(run: Run, tag: str) -> str:
 def format_qrels(qrels: Qrels) -> str:
     """The judgements as `qid 0 docno label` lines, sorted by query then document."""
     _check_tokens("query ids", list(qrels))
-    lines = []
+    lines: list[str] = []
     for qid in sorted(qrels):
         _check_tokens("document ids", list(qrels[qid]))
         lines.extend(f"{qid} 0 {doc} {qrels[qid][doc]}" for doc in sorted(qrels[qid]))
