@@ -472,6 +472,20 @@ class EvalIndex:
         hits = [_hit(point) for point in response.points]
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))[:limit]
 
+    def search_batch(self, vectors: np.ndarray, limit: int) -> list[list[Hit]]:
+        """`search` for many query vectors in one request (one round trip, one filter)."""
+        queries = np.asarray(vectors, dtype=np.float32)
+        if queries.ndim != 2 or queries.shape[1] != self.dim:
+            raise InputError(f"query vectors must have shape (n, {self.dim}), got {queries.shape}")
+        if not self.exists():
+            raise InputError(f"Qdrant collection {self.collection!r} does not exist; run `ragqual corpus ingest`")
+        requests = [
+            models.QueryRequest(query=q.tolist(), filter=eval_filter(), limit=limit + TIE_MARGIN, with_payload=True)
+            for q in queries
+        ]
+        responses = self._call(self.client.query_batch_points, self.collection, requests=requests)
+        return [sorted((_hit(p) for p in r.points), key=lambda h: (-h.score, h.chunk_id))[:limit] for r in responses]
+
     def all_chunks(self) -> list[StoredChunk]:
         """Every eval chunk, ordered by document and position (e.g. to build a lexical index)."""
         chunks = [_stored(point) for point in self._scroll(eval_filter())]

@@ -1,22 +1,93 @@
-"""`ragqual history`: the runs over time."""
+"""`ragqual history`: the runs over time with their provenance and headline metrics.
+
+One row per run and group: the strategy for retrieval runs, the mode for generation runs (a run
+with no rows yet shows one empty row). `score` and `pass` are the mean trial score and the share
+of trials whose every weight-bearing assertion passed; any other name is a metric row's mean.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
+import pandas as pd
+from sqlalchemy import Engine
 
 from ragqual.cli.context import AppContext
-from ragqual.cli.output import emit_frame
-from ragqual.store.queries import runs_frame
+from ragqual.cli.output import emit_frame, format_option, output_format
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.store.queries import metric_means, runs_frame, score_means
+from ragqual.store.summaries import PASS, SCORE
+
+HEADLINES: dict[str, tuple[str, ...]] = {
+    "retrieval": ("recall@5", "ndcg@10", "mrr"),
+    "sweep": ("recall@5", "ndcg@10", "mrr"),
+    "generation": (SCORE, PASS, "correctness"),
+    "subject": (SCORE, PASS),
+}
+DEFAULT_LIMIT = 50
+PROVENANCE_COLUMNS = ["run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty",
+                      "corpus_fingerprint"]
+
+
+def headline_metrics(kinds: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(m for kind in kinds for m in HEADLINES.get(kind, (SCORE, PASS))))
+
+
+def history_frame(
+    engine: Engine, kind: str | None = None, metrics: Sequence[str] = (), limit: int | None = DEFAULT_LIMIT,
+    scorer_name: str = SCORER_NAME,
+) -> pd.DataFrame:
+    """Runs (oldest first) joined with their per-group headline metrics."""
+    runs = runs_frame(engine, kind, limit)
+    if runs.empty:
+        return pd.DataFrame(columns=[*PROVENANCE_COLUMNS, "group", *metrics])
+    wanted = list(metrics) or headline_metrics(runs["kind"].unique().tolist())
+    values = _group_values(engine, runs["run_id"].tolist(), wanted, scorer_name)
+    frame = runs[PROVENANCE_COLUMNS].merge(values, on="run_id", how="left")
+    frame["group"] = frame["group"].fillna("")
+    for metric in wanted:
+        if metric not in frame.columns:
+            frame[metric] = float("nan")
+    return frame[[*PROVENANCE_COLUMNS, "group", *wanted]].sort_values(["run_id", "group"], kind="stable")
+
+
+def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer_name: str) -> pd.DataFrame:
+    named = [m for m in metrics if m not in (SCORE, PASS)]
+    means = metric_means(engine, run_ids, named)
+    wide = means.pivot_table(index=["run_id", "group_key"], columns="metric", values="mean", aggfunc="first")
+    if SCORE in metrics or PASS in metrics:
+        scores = score_means(engine, run_ids, scorer_name).set_index(["run_id", "group_key"])
+        wide = wide.join(scores[[m for m in (SCORE, PASS) if m in metrics]], how="outer")
+    if wide.empty:
+        return pd.DataFrame(columns=["run_id", "group"])
+    wide.columns = [str(c) for c in wide.columns]
+    return wide.reset_index().rename(columns={"group_key": "group"})
+
+
+def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out["git_sha"] = out["git_sha"].map(lambda v: v[:10] if isinstance(v, str) else v)
+    out["corpus_fingerprint"] = out["corpus_fingerprint"].map(lambda v: v[:12] if isinstance(v, str) else v)
+    out["started_at"] = out["started_at"].map(lambda v: str(v)[:19])
+    return out.rename(columns={"corpus_fingerprint": "fingerprint", "git_dirty": "dirty"})
 
 
 @click.command("history")
 @click.option("--kind", type=click.Choice(["retrieval", "generation", "subject", "sweep"]), help="Only runs of this kind.")
-@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table", show_default=True)
+@click.option("--metric", "metrics", multiple=True, metavar="M",
+              help="A metric column (repeatable; `score` and `pass` come from the trial scores). "
+                   "Default: recall@5, ndcg@10, mrr for retrieval; score, pass, correctness for generation.")
+@click.option("--limit", type=int, default=DEFAULT_LIMIT, show_default=True, help="Only the newest N runs (0: all).")
+@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Scorer behind `score` and `pass`.")
+@format_option()
 @click.pass_obj
-def history_cmd(app: AppContext, kind: str | None, fmt: str) -> None:
-    """List the runs in the history with their git sha, fingerprint and status."""
-    frame = runs_frame(app.store().engine, kind)
+def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], limit: int, scorer_name: str,
+                fmt: str) -> None:
+    """List the runs over time: git sha, corpus fingerprint, status and headline metrics."""
+    fmt = output_format(fmt, app.as_json)
+    frame = history_frame(app.store().engine, kind, metrics, limit or None, scorer_name)
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")
         return
-    emit_frame(frame, "json" if app.as_json else fmt)
+    emit_frame(_for_display(frame) if fmt in ("table", "markdown") else frame, fmt)

@@ -16,7 +16,27 @@ from ragqual.cli.context import AppContext
 from ragqual.errors import RagqualError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command runs (or help lists it), so start-up
+    stays fast: `ragqual history` never loads Qdrant or onnxruntime."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from ragqual.cli.commands import COMMANDS
+
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        import importlib
+
+        from ragqual.cli.commands import COMMANDS
+
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ragqual")
 @click.option("--db", "db_url", metavar="URL", help="History database: a SQLAlchemy URL or a file (env RAGQUAL_DB; default eval-results/eval.db).")
 @click.option("--cache", "cache_mode", type=click.Choice(["auto", "write-only", "replay", "off"]), default="auto", show_default=True, help="Response-cache mode.")
@@ -26,18 +46,10 @@ from ragqual.errors import RagqualError
 def cli(ctx: click.Context, db_url: str | None, cache_mode: str, verbose: int, as_json: bool) -> None:
     """Measure the quality of a RAG pipeline and keep every measurement as history."""
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("bm25s", "httpx", "urllib3"):  # libraries that log routine steps at DEBUG/INFO
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose > 2 else logging.WARNING)
     ctx.obj = AppContext.create(db_url=db_url, cache_mode=cache_mode, verbose=verbose, as_json=as_json)
     ctx.call_on_close(ctx.obj.close)
-
-
-def _register() -> None:
-    from ragqual.cli import commands
-
-    for command in commands.ALL:
-        cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> None:

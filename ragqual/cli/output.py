@@ -1,21 +1,43 @@
-"""Printing tables in the formats every report command shares."""
+"""Printing tables in the formats every report command shares: table, markdown, json, csv."""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import click
 import pandas as pd
+
+FORMATS = ("table", "markdown", "json", "csv")
+DIGITS = 4
+
+
+def format_option(default: str = "table"):  # -> click decorator
+    return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
+                        help="Output format (the global --json flag means json).")
 
 
 def frame_to_text(frame: pd.DataFrame, fmt: str) -> str:
     if fmt == "csv":
         return frame.to_csv(index=False)
     if fmt == "json":
-        return json.dumps(json.loads(frame.to_json(orient="records", date_format="iso")), indent=2)
+        return json.dumps(frame_records(frame), indent=2)
     if fmt == "markdown":
         return markdown_table(frame)
-    return frame.to_string(index=False)
+    if frame.empty:
+        return "(no rows)"
+    return _rounded(frame).to_string(index=False, na_rep="")
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-ready dicts: NaN becomes null, timestamps ISO text."""
+    return json.loads(frame.to_json(orient="records", date_format="iso"))
+
+
+def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.round(DIGITS) if not frame.empty else frame
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -28,10 +50,57 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def _cell(value: object) -> str:
+    if value is None:
+        return ""
     if isinstance(value, float):
-        return f"{value:.4f}"
-    return "" if value is None else str(value)
+        return "" if math.isnan(value) else f"{value:.{DIGITS}f}"
+    return str(value).replace("|", "\\|")
 
 
 def emit_frame(frame: pd.DataFrame, fmt: str) -> None:
     click.echo(frame_to_text(frame, fmt).rstrip("\n"))
+
+
+def header_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return str(value)
+
+
+def document_text(
+    title: str, header: Mapping[str, Any], sections: Sequence[tuple[str, pd.DataFrame]], fmt: str,
+    notes: Sequence[str] = (),
+) -> str:
+    """A titled header plus named tables. csv holds the first table only, so it parses as one."""
+    if fmt == "csv":
+        return sections[0][1].to_csv(index=False) if sections else ""
+    if fmt == "json":
+        body: dict[str, Any] = {"header": dict(header)}
+        body.update({name: frame_records(frame) for name, frame in sections})
+        body["notes"] = list(notes)
+        return json.dumps(body, indent=2, default=str)
+    if fmt == "markdown":
+        parts = [f"## {title}", "", *(f"- **{k}**: {header_value(v)}" for k, v in header.items())]
+        for name, frame in sections:
+            parts += ["", f"### {name}", "", markdown_table(frame) if not frame.empty else "(none)"]
+        parts += ["", *(f"> {n}" for n in notes)] if notes else []
+        return "\n".join(parts)
+    width = max((len(k) for k in header), default=0)
+    parts = [title, *(f"  {k.ljust(width)}  {header_value(v)}" for k, v in header.items())]
+    for name, frame in sections:
+        parts += ["", f"{name}:", frame_to_text(frame, "table") if not frame.empty else "(none)"]
+    parts += ["", *notes] if notes else []
+    return "\n".join(parts)
+
+
+def emit_document(
+    title: str, header: Mapping[str, Any], sections: Sequence[tuple[str, pd.DataFrame]], fmt: str,
+    notes: Sequence[str] = (),
+) -> None:
+    click.echo(document_text(title, header, sections, fmt, notes).rstrip("\n"))
+
+
+def output_format(fmt: str, as_json: bool) -> str:
+    return "json" if as_json else fmt

@@ -78,7 +78,7 @@ def _mean(values: list[float]) -> float | None:
 def aggregate(queries: Sequence[QueryResult]) -> dict[str, float | None]:
     names = sorted({k for q in queries for k in q.metrics})
     out = {name: _mean([q.metrics[name] for q in queries if name in q.metrics]) for name in names}
-    out["questions"] = float(len(queries))
+    out["questions"] = len(queries)
     return out
 
 

@@ -168,7 +168,10 @@ class AssertionResult(Base):
 
 class TrialScore(Base):
     __tablename__ = "trial_scores"
-    __table_args__ = (Index("ix_trial_scores_trial_version", "trial_id", "scorer_version", "id"),)
+    __table_args__ = (
+        Index("ix_trial_scores_trial_version", "trial_id", "scorer_version", "id"),
+        Index("ix_trial_scores_trial_scorer", "trial_id", "scorer_name", "scorer_version", "id", "score", "perfect"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)
     batch: Mapped[str] = mapped_column(String(36))
@@ -184,7 +187,10 @@ class MetricValue(Base):
     """One named number for one question of one run (retrieval or generation), for SQL reports."""
 
     __tablename__ = "metric_values"
-    __table_args__ = (Index("ix_metric_values_run_metric", "run_id", "metric"),)
+    __table_args__ = (
+        Index("ix_metric_values_run_metric", "run_id", "metric"),
+        Index("ix_metric_values_run_metric_version", "run_id", "metric", "scorer_version", "group_key", "value"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
     trial_id: Mapped[int | None] = mapped_column(ForeignKey("trials.id"), index=True)

@@ -1,20 +1,302 @@
-"""Read queries over the history, returned as pandas DataFrames or plain records."""
+"""Read queries over the history, returned as pandas DataFrames or plain values.
+
+The SQL is written for SQLite and PostgreSQL alike. Two choices shape every report:
+
+* A trial's score is its newest row of the asked scorer: the highest `scorer_version`, then the
+  newest row. With a version given, the newest row of exactly that version.
+* A run's metric rows are, per metric, those of the newest `scorer_version` the run holds for
+  that metric; with a version given, the newest one not above it (metrics as they stood when
+  that scorer version was current).
+"""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import quote
+
 import pandas as pd
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, bindparam, text
+from sqlalchemy.engine import make_url
+
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.errors import InputError
 
 RUNS_SQL = """
-SELECT s.run_id, s.kind, s.subject, s.started_at, s.status, s.git_sha, s.git_dirty,
-       s.corpus_fingerprint
+SELECT s.run_id, s.kind, s.subject, s.started_at, s.ended_at, s.status, s.git_sha, s.git_dirty,
+       s.corpus_fingerprint, s.dataset_hash
 FROM v_run_status s
 {where}
-ORDER BY s.run_id
+ORDER BY s.run_id DESC
+{limit}
 """
 
 
-def runs_frame(engine: Engine, kind: str | None = None) -> pd.DataFrame:
+def runs_frame(engine: Engine, kind: str | None = None, limit: int | None = None) -> pd.DataFrame:
+    """The runs, oldest first; with `limit`, only the newest `limit` of them."""
     where = "WHERE s.kind = :kind" if kind else ""
+    params: dict[str, object] = {"kind": kind} if kind else {}
+    if limit:
+        params["limit"] = int(limit)
+    sql = RUNS_SQL.format(where=where, limit="LIMIT :limit" if limit else "")
     with engine.connect() as conn:
-        return pd.read_sql_query(text(RUNS_SQL.format(where=where)), conn, params={"kind": kind} if kind else {})
+        frame = pd.read_sql_query(text(sql), conn, params=params)
+    return frame.iloc[::-1].reset_index(drop=True)
+
+
+def _newest_score_join(scorer_version: int | None) -> str:
+    only = "AND s2.scorer_version = :scorer_version" if scorer_version is not None else ""
+    return f"""
+LEFT JOIN trial_scores s ON s.id = (
+    SELECT s2.id FROM trial_scores s2
+    WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {only}
+    ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)"""
+
+
+TRIALS_SQL = """
+SELECT t.id AS trial_id, t.case_pk, c.case_id, c.slug, v.name AS variant, v.model, t.mode,
+       t.repeat_index, t.error, t.prompt_tokens, t.completion_tokens, t.latency_ms, t.cost,
+       t.cache_hit, s.score, s.perfect, s.scorer_version
+FROM trials t
+JOIN cases c ON c.id = t.case_pk
+JOIN variant_configs v ON v.id = t.variant_id
+{score_join}
+WHERE t.run_id = :run_id
+ORDER BY t.id
+"""
+
+
+TRIAL_COLUMNS = ["trial_id", "case_pk", "case_id", "slug", "variant", "model", "mode", "repeat_index", "error",
+                 "prompt_tokens", "completion_tokens", "latency_ms", "cost", "cache_hit", "score", "perfect",
+                 "scorer_version"]
+METRIC_COLUMNS = ["trial_id", "case_id", "group_key", "metric", "value", "scorer_version"]
+
+
+def trial_rows(
+    engine: Engine, run_id: int, scorer_name: str = SCORER_NAME, scorer_version: int | None = None
+) -> list[tuple]:
+    """One tuple per trial of the run (TRIAL_COLUMNS) with its chosen score (None when it has none)."""
+    params: dict[str, object] = {"run_id": run_id, "scorer_name": scorer_name}
+    if scorer_version is not None:
+        params["scorer_version"] = scorer_version
+    sql = TRIALS_SQL.format(score_join=_newest_score_join(scorer_version))
+    with engine.connect() as conn:
+        return [tuple(row) for row in conn.execute(text(sql), params)]
+
+
+def trial_frame(
+    engine: Engine, run_id: int, scorer_name: str = SCORER_NAME, scorer_version: int | None = None
+) -> pd.DataFrame:
+    """`trial_rows` as a DataFrame: NaN for a missing score, booleans as booleans."""
+    frame = pd.DataFrame(trial_rows(engine, run_id, scorer_name, scorer_version), columns=TRIAL_COLUMNS)
+    for column in ("score", "latency_ms", "cost"):
+        frame[column] = pd.to_numeric(frame[column]).astype(float)
+    frame["cache_hit"] = frame["cache_hit"].astype(bool)
+    frame["perfect"] = frame["perfect"].map(lambda v: None if v is None or pd.isna(v) else bool(v))
+    return frame
+
+
+def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) -> list[tuple]:
+    """The run's metric rows (METRIC_COLUMNS) of the chosen scorer version, per metric (module doc)."""
+    only = "AND scorer_version <= :scorer_version" if scorer_version is not None else ""
+    sql = f"""
+        SELECT trial_id, case_id, group_key, metric, value, scorer_version
+        FROM metric_values WHERE run_id = :run_id {only} ORDER BY id"""
+    params: dict[str, object] = {"run_id": run_id}
+    if scorer_version is not None:
+        params["scorer_version"] = scorer_version
+    with engine.connect() as conn:
+        rows = [tuple(row) for row in conn.execute(text(sql), params)]
+    newest: dict[str, int] = {}
+    for row in rows:
+        newest[row[3]] = max(newest.get(row[3], row[5]), row[5])
+    return [row for row in rows if row[5] == newest[row[3]]]
+
+
+def metric_frame(engine: Engine, run_id: int, scorer_version: int | None = None) -> pd.DataFrame:
+    frame = pd.DataFrame(metric_rows(engine, run_id, scorer_version), columns=METRIC_COLUMNS)
+    frame["value"] = pd.to_numeric(frame["value"]).astype(float)
+    return frame
+
+
+def _tags_of(definition: str) -> tuple[str, ...]:
+    try:
+        data = json.loads(definition)
+    except (json.JSONDecodeError, TypeError):
+        return ()
+    tags = data.get("tags") if isinstance(data, dict) else None
+    return tuple(str(t) for t in tags) if isinstance(tags, list) else ()
+
+
+def case_tags_by_pk(engine: Engine, case_pks: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """cases.id -> the `tags` of that stored case definition (empty when it has none)."""
+    if not case_pks:
+        return {}
+    query = text("SELECT id, definition FROM cases WHERE id IN :pks").bindparams(
+        bindparam("pks", expanding=True)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(query, {"pks": sorted({int(p) for p in case_pks})}).all()
+    return {row[0]: _tags_of(row[1]) for row in rows}
+
+
+def case_tags_by_id(engine: Engine, case_ids: Sequence[str], subject: str | None) -> dict[str, tuple[str, ...]]:
+    """case id -> tags of its newest stored definition (of `subject` when given).
+
+    Retrieval runs hold no trials, so their questions are tied to case rows by id alone; the
+    newest definition recorded under that id is the one taken.
+    """
+    if not case_ids:
+        return {}
+    where = "AND subject = :subject" if subject else ""
+    query = text(
+        f"SELECT case_id, definition FROM cases WHERE case_id IN :ids {where} ORDER BY id"
+    ).bindparams(bindparam("ids", expanding=True))
+    params: dict[str, object] = {"ids": sorted(set(case_ids))}
+    if subject:
+        params["subject"] = subject
+    with engine.connect() as conn:
+        rows = conn.execute(query, params).all()
+    return {case_id: _tags_of(definition) for case_id, definition in rows}  # later rows win
+
+
+SCORE_MEANS_SQL = """
+SELECT t.run_id, t.mode AS group_key, AVG(s.score) AS score,
+       AVG(CASE WHEN s.perfect THEN 1.0 ELSE 0.0 END) AS pass, COUNT(*) AS trials
+FROM trials t
+JOIN trial_scores s ON s.trial_id = t.id AND s.scorer_name = :scorer_name
+WHERE t.run_id IN :run_ids
+  AND NOT EXISTS (
+    SELECT 1 FROM trial_scores n
+    WHERE n.trial_id = s.trial_id AND n.scorer_name = s.scorer_name
+      AND (n.scorer_version > s.scorer_version OR (n.scorer_version = s.scorer_version AND n.id > s.id)))
+GROUP BY t.run_id, t.mode
+"""
+
+
+def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORER_NAME) -> pd.DataFrame:
+    """Per run and mode: mean score, pass rate and scored trials (newest score per trial).
+
+    Both the trial and the score side are read from covering indexes (migration 0003).
+    """
+    columns = ["run_id", "group_key", "score", "pass", "trials"]
+    if not run_ids:
+        return pd.DataFrame(columns=columns)
+    query = text(SCORE_MEANS_SQL).bindparams(bindparam("run_ids", expanding=True))
+    with engine.connect() as conn:
+        rows = conn.execute(query, {"run_ids": list(run_ids), "scorer_name": scorer_name}).all()
+    return pd.DataFrame(rows, columns=columns)
+
+
+# One pass over the covering index (run_id, metric, scorer_version, group_key, value), in its
+# order; the newest version per run and metric is kept afterwards.
+METRIC_MEANS_SQL = """
+SELECT run_id, metric, scorer_version, group_key, AVG(value) AS mean, COUNT(value) AS n
+FROM metric_values
+WHERE run_id IN :run_ids AND metric IN :metrics
+GROUP BY run_id, metric, scorer_version, group_key
+"""
+
+
+def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str]) -> pd.DataFrame:
+    """Per run, group and metric: the mean and count of non-null values (newest version)."""
+    columns = ["run_id", "group_key", "metric", "mean", "n"]
+    if not run_ids or not metrics:
+        return pd.DataFrame(columns=columns)
+    query = text(METRIC_MEANS_SQL).bindparams(
+        bindparam("run_ids", expanding=True), bindparam("metrics", expanding=True)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(query, {"run_ids": list(run_ids), "metrics": list(metrics)}).all()
+    frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"])
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    newest = frame.groupby(["run_id", "metric"])["scorer_version"].transform("max")
+    return frame[frame["scorer_version"] == newest][columns].reset_index(drop=True)
+
+
+def export_trials(engine: Engine, run_id: int) -> pd.DataFrame:
+    """The run's rows of the `v_trials` view (each trial with its newest score of any scorer)."""
+    with engine.connect() as conn:
+        return pd.read_sql_query(
+            text("SELECT * FROM v_trials WHERE run_id = :run_id ORDER BY trial_id"), conn,
+            params={"run_id": run_id},
+        )
+
+
+def export_metrics(engine: Engine, run_id: int) -> pd.DataFrame:
+    """Every metric row of the run, every scorer version included."""
+    with engine.connect() as conn:
+        return pd.read_sql_query(
+            text("SELECT * FROM metric_values WHERE run_id = :run_id ORDER BY id"), conn,
+            params={"run_id": run_id},
+        )
+
+
+# -- read-only SQL for people ------------------------------------------------------------------
+
+class QueryRefused(InputError):
+    """The database refused a statement given to the read-only query runner."""
+
+
+def read_only_query(url: str, sql: str) -> pd.DataFrame | None:
+    """Run one statement on a read-only connection; None when it returns no rows.
+
+    SQLite is opened with `mode=ro` and `PRAGMA query_only=ON`, PostgreSQL inside a
+    `READ ONLY` transaction that is rolled back, so nothing can be written either way.
+    """
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_read_only(parsed.database or "", sql)
+    if backend == "postgresql":
+        return _postgres_read_only(url, sql)
+    raise InputError(f"read-only queries are supported on SQLite and PostgreSQL, not {backend}")
+
+
+def _sqlite_read_only(database: str, sql: str) -> pd.DataFrame | None:
+    if not database or database == ":memory:" or not Path(database).is_file():
+        raise InputError(f"no history database at {database or ':memory:'}: run a command that records one first")
+    conn = sqlite3.connect(f"file:{quote(str(Path(database).resolve()))}?mode=ro", uri=True)
+    try:
+        conn.execute("PRAGMA query_only=ON")
+        cur = conn.execute(sql)
+        if cur.description is None:
+            return None
+        return pd.DataFrame(cur.fetchall(), columns=[d[0] for d in cur.description])
+    except (sqlite3.Error, sqlite3.Warning) as exc:
+        raise _refusal(str(exc)) from None
+    finally:
+        conn.close()
+
+
+def _postgres_read_only(url: str, sql: str) -> pd.DataFrame | None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DBAPIError
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+            try:
+                result = conn.exec_driver_sql(sql)
+            except DBAPIError as exc:
+                raise _refusal(str(exc.orig).strip()) from None
+            if not result.returns_rows:
+                conn.rollback()
+                return None
+            frame = pd.DataFrame(result.fetchall(), columns=list(result.keys()))
+            conn.rollback()
+            return frame
+    finally:
+        engine.dispose()
+
+
+def _refusal(message: str) -> QueryRefused:
+    lowered = message.lower()
+    if "readonly" in lowered or "read-only" in lowered or "read only" in lowered:
+        return QueryRefused(f"ragqual sql is read-only and the statement would write ({message}); "
+                            "the history is changed only by ragqual's own commands")
+    return QueryRefused(f"the query failed: {message}")

@@ -167,6 +167,33 @@ class RunStore:
             {"slug": slug, "definition": canonical_json(definition)},
         )
 
+    def record_cases(self, subject: str, cases: Sequence[tuple[str, str, dict[str, Any]]]) -> dict[str, int]:
+        """Many (case_id, slug, definition) at once, in one transaction: case_id -> row id."""
+        wanted = {cid: (slug, canonical_json(d)) for cid, slug, d in cases}
+        digests = {cid: sha256_hex(body) for cid, (_, body) in wanted.items()}
+
+        def work(session: Session) -> dict[str, int]:
+            rows = session.execute(
+                select(CaseDef.case_id, CaseDef.sha256, CaseDef.id).where(CaseDef.subject == subject)
+            ).all()
+            known = {(cid, sha): pk for cid, sha, pk in rows}
+            missing = [
+                {"subject": subject, "case_id": cid, "slug": wanted[cid][0], "sha256": digests[cid], "definition": wanted[cid][1]}
+                for cid in wanted if (cid, digests[cid]) not in known
+            ]
+            if missing:
+                session.execute(insert(CaseDef), missing)
+                rows = session.execute(
+                    select(CaseDef.case_id, CaseDef.sha256, CaseDef.id).where(CaseDef.subject == subject)
+                ).all()
+                known = {(cid, sha): pk for cid, sha, pk in rows}
+            return {cid: known[(cid, digests[cid])] for cid in wanted}
+
+        try:
+            return self._write(work)
+        except IntegrityError:  # a concurrent writer recorded some of them first: read again
+            return self._write(work)
+
     def record_assertion_def(
         self, assertion_id: str, version: int, category: str, weight: float, name: str, definition: dict[str, Any]
     ) -> int:

@@ -1,0 +1,1 @@
+"""The sentiment example subject (sentence -> positive / negative / neutral)."""

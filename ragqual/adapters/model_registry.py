@@ -1,0 +1,100 @@
+"""Model URIs to chat models: the one place that knows which backends exist.
+
+    mock              MockChatModel(the subject's mock reply)
+    ollama:<model>    OllamaChatModel(<model>) on --ollama-host / OLLAMA_HOST
+    llamacpp:<path-or-alias>
+                      LlamaCppChatModel: a GGUF file run in-process, or an alias such as
+                      gemma3-270m (extra `ragqual[llamacpp]`)
+    openai:<base-url>#<model>
+                      OpenAIChatModel: any OpenAI-compatible server, e.g.
+                      openai:http://127.0.0.1:8080/v1#gemma
+
+A new backend (`llamacpp:<path>`, `openai:<model>`...) is one builder function and one entry
+in BUILDERS; the trial loop never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ragqual.adapters.llm import ChatModel, ChatRequest
+from ragqual.errors import InputError
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What a builder may need besides the URI; backends ignore what they do not use."""
+
+    mock_reply: Callable[[ChatRequest], str] | None = None
+    ollama_host: str | None = None
+    timeout: float = 120.0
+    retries: int = 2
+    extra: dict[str, Any] | None = None
+
+
+def _mock(name: str, opts: ModelOptions) -> ChatModel:
+    from ragqual.adapters.mock_model import MockChatModel
+
+    if name:
+        raise InputError(f"the mock model takes no name, got 'mock:{name}': use --model mock")
+    if opts.mock_reply is None:
+        raise InputError("this subject has no mock model: pass --model ollama:<model>")
+    return MockChatModel(opts.mock_reply)
+
+
+def _ollama(name: str, opts: ModelOptions) -> ChatModel:
+    from ragqual.adapters.ollama_chat import OllamaChatModel
+
+    if not name:
+        raise InputError("an Ollama model URI needs a model name: ollama:<model>, e.g. ollama:qwen2.5:0.5b")
+    return OllamaChatModel(name, host=opts.ollama_host, timeout=opts.timeout, retries=opts.retries)
+
+
+def _llamacpp(name: str, opts: ModelOptions) -> ChatModel:
+    from ragqual.adapters.llamacpp_model import LlamaCppChatModel
+
+    extra = opts.extra or {}
+    return LlamaCppChatModel(name, n_threads=extra.get("n_threads"), n_ctx=extra.get("n_ctx"))
+
+
+def _openai(name: str, opts: ModelOptions) -> ChatModel:
+    from ragqual.adapters.openai_model import OpenAIChatModel, parse_target
+
+    base_url, model = parse_target(name)
+    return OpenAIChatModel(base_url, model, timeout=opts.timeout, retries=opts.retries)
+
+
+# scheme -> builder(name after the first colon, options).
+BUILDERS: dict[str, Callable[[str, ModelOptions], ChatModel]] = {
+    "mock": _mock,
+    "ollama": _ollama,
+    "llamacpp": _llamacpp,
+    "openai": _openai,
+}
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """("ollama", "qwen2.5:0.5b") from "ollama:qwen2.5:0.5b"; an unknown scheme lists the valid ones."""
+    scheme, _, name = uri.strip().partition(":")
+    if scheme not in BUILDERS:
+        valid = ", ".join(f"{s}" if s == "mock" else f"{s}:<model>" for s in BUILDERS)
+        raise InputError(f"unknown model {uri!r}: valid models are {valid}")
+    return scheme, name
+
+
+def make_model(
+    uri: str,
+    *,
+    mock_reply: Callable[[ChatRequest], str] | None = None,
+    ollama_host: str | None = None,
+    timeout: float = 120.0,
+    retries: int = 2,
+    **extra: Any,
+) -> ChatModel:
+    """Build the chat model a URI names."""
+    scheme, name = split_uri(uri)
+    opts = ModelOptions(mock_reply=mock_reply, ollama_host=ollama_host, timeout=timeout,
+                        retries=retries, extra=extra or None)
+    return BUILDERS[scheme](name, opts)

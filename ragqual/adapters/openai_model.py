@@ -1,0 +1,226 @@
+"""Any OpenAI-compatible chat server: `openai:<base-url>#<model>` (llama.cpp server, vLLM, LM Studio...).
+
+Spoken with plain `httpx`: POST `<base-url>/chat/completions`. The request options use the same
+(Ollama) names as every other backend and are translated here:
+
+    temperature, top_p, seed, stop,           sent as they are (temperature 0 and seed 42
+    presence_penalty, frequency_penalty       unless the request says otherwise)
+    num_predict                               max_tokens (default 256: some servers stop at 16)
+    format "json" / a JSON schema             response_format json_object / json_schema
+    anything else (num_ctx, top_k...)         not sent; listed in raw["ignored_options"]
+
+The API key comes from `$RAGQUAL_OPENAI_API_KEY`, else `$OPENAI_API_KEY`, sent as a Bearer token
+when set. `name` is the whole `<base-url>#<model>`, so two servers that both call a model "gemma"
+never share cached answers.
+
+digest() is None: `/models` lists ids and owners (and, for some servers, a creation time that
+changes at every restart), nothing derived from the weights. Cached answers are therefore keyed
+by URL and model name; clear the cache when the weights behind a name change.
+
+Errors, as for the Ollama backend:
+
+    connection refused, DNS, other transport  -> ServiceUnavailable naming the URL
+    HTTP 404                                  -> ServiceUnavailable (wrong base URL or model)
+    HTTP 401 / 403                            -> ServiceUnavailable (names the key variables)
+    read/write timeout, HTTP 429, HTTP 5xx    -> retried with backoff, then ModelCallFailed
+    other HTTP 4xx                            -> ModelCallFailed, not retried
+    a body that is not a chat completion      -> ModelCallFailed, not retried
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
+from ragqual.adapters.ollama_chat import ModelCallFailed
+from ragqual.errors import InputError, ServiceUnavailable
+
+KEY_VARIABLES = ("RAGQUAL_OPENAI_API_KEY", "OPENAI_API_KEY")
+DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
+DEFAULT_NUM_PREDICT = 256
+WARM_UP_PROMPT = "Reply with the single word: ready."
+WARM_UP_NUM_PREDICT = 4
+_PASSED = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
+_MAX_ERROR_TEXT = 300
+
+
+class _Retryable(Exception):
+    """Internal: a failure worth another attempt."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason, self.detail = reason, detail
+
+
+def parse_target(target: str) -> tuple[str, str]:
+    """("http://h:8080/v1", "gemma") from "http://h:8080/v1#gemma"."""
+    base, sep, model = target.strip().rpartition("#")
+    if not sep or not base or not model.strip():
+        raise InputError(f"an OpenAI-compatible model URI is openai:<base-url>#<model>, "
+                         f"e.g. openai:http://127.0.0.1:8080/v1#gemma; got 'openai:{target}'")
+    if not base.startswith(("http://", "https://")):
+        raise InputError(f"the base URL must start with http:// or https://, got '{base}'")
+    return base.rstrip("/"), model.strip()
+
+
+def api_key_from_env() -> str | None:
+    return next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
+
+
+def request_body(model: str, request: ChatRequest) -> tuple[dict[str, Any], list[str]]:
+    """(the /chat/completions JSON body, names of the options it does not carry)."""
+    options = {**DEFAULT_OPTIONS, **request.options}
+    body: dict[str, Any] = {"model": model, "messages": _messages(request.system, request.messages)}
+    body.update({k: options[k] for k in _PASSED if k in options})
+    body["max_tokens"] = int(options.get("num_predict", DEFAULT_NUM_PREDICT))
+    if request.format is not None:
+        body["response_format"] = _response_format(request.format)
+    ignored = sorted(k for k in options if k not in _PASSED and k != "num_predict")
+    return body, ignored
+
+
+def _messages(system: str, messages: tuple[ChatMessage, ...]) -> list[dict[str, str]]:
+    head = [{"role": "system", "content": system}] if system else []
+    return head + [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _response_format(fmt: str | dict[str, Any]) -> dict[str, Any]:
+    if fmt == "json":
+        return {"type": "json_object"}
+    if isinstance(fmt, dict):
+        return {"type": "json_schema", "json_schema": {"name": "response", "schema": fmt}}
+    raise InputError(f"unknown response format {fmt!r}: use 'json' or a JSON schema")
+
+
+def _one_line(text: str, limit: int = _MAX_ERROR_TEXT) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _error_text(response: httpx.Response) -> str:
+    """The server's own error message when it sent one as JSON, else the start of the body."""
+    try:
+        payload = response.json()
+    except ValueError:
+        return _one_line(response.text)
+    error = payload.get("error", payload) if isinstance(payload, dict) else payload
+    if isinstance(error, dict):
+        error = error.get("message", error)
+    return _one_line(str(error))
+
+
+class OpenAIChatModel:
+    """A `ChatModel` behind an OpenAI-compatible `/chat/completions` endpoint."""
+
+    provider = "openai"
+
+    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
+                 timeout: float = 120.0, retries: int = 2, backoff: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep,
+                 transport: httpx.BaseTransport | None = None):
+        if retries < 0:
+            raise InputError(f"retries must be 0 or more, got {retries}")
+        self.base_url, self.model = base_url.rstrip("/"), model
+        self.name = f"{self.base_url}#{model}"
+        self.timeout, self.retries, self.backoff, self.sleep = timeout, retries, backoff, sleep
+        key = api_key if api_key is not None else api_key_from_env()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+
+    def digest(self) -> None:
+        """None: see the module docstring."""
+        return None
+
+    def warm_up(self, options: Mapping[str, Any] | None = None) -> None:
+        """One tiny generation: it fails early, as ServiceUnavailable, when nothing can succeed."""
+        self.chat(ChatRequest(system="", messages=(ChatMessage("user", WARM_UP_PROMPT),),
+                              options={**(options or {}), "num_predict": WARM_UP_NUM_PREDICT}))
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        body, ignored = request_body(self.model, request)
+        attempts, failed = self.retries + 1, 0
+        while True:
+            try:
+                return self._chat_once(body, ignored)
+            except _Retryable as failure:
+                failed += 1
+                if failed == attempts:
+                    raise self._gave_up(failure, attempts) from None
+                self.sleep(self.backoff * 2 ** (failed - 1))
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- one attempt ------------------------------------------------------------------------------
+
+    def _chat_once(self, body: dict[str, Any], ignored: list[str]) -> ChatResponse:
+        url = f"{self.base_url}/chat/completions"
+        started = time.perf_counter()
+        try:
+            response = self._client.post(url, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            raise self._unreachable() from None
+        except httpx.TimeoutException as err:
+            raise _Retryable("timeout", type(err).__name__) from None
+        except httpx.TransportError as err:
+            raise self._unreachable(f" ({type(err).__name__})") from None
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        self._check_status(response)
+        return self._to_response(response, ignored, latency_ms)
+
+    def _check_status(self, response: httpx.Response) -> None:
+        status = response.status_code
+        if status < 400:
+            return
+        text = _error_text(response)
+        if status == 404:
+            raise ServiceUnavailable(
+                f"{response.request.url} answered 404 for model '{self.model}' ({text}): check that "
+                f"the base URL ends where /chat/completions starts (often /v1) and that the model "
+                f"is listed at {self.base_url}/models")
+        if status in (401, 403):
+            raise ServiceUnavailable(
+                f"{self.base_url} refused the credentials (HTTP {status}): set "
+                f"{' or '.join(KEY_VARIABLES)}")
+        if status == 429 or status >= 500:
+            raise _Retryable("server_error", f"HTTP {status}: {text}")
+        raise ModelCallFailed(f"{self.base_url} rejected the call to '{self.model}' "
+                              f"(HTTP {status}): {text}", reason="rejected")
+
+    def _to_response(self, response: httpx.Response, ignored: list[str], latency_ms: float) -> ChatResponse:
+        try:
+            raw = response.json()
+            message = raw["choices"][0]["message"]
+            text = message.get("content") or ""
+            usage = raw.get("usage") or {}
+            if not isinstance(text, str) or not isinstance(usage, dict):
+                raise TypeError("the message content is not text, or the usage is not an object")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+            raise ModelCallFailed(
+                f"malformed response from {self.base_url}: {type(err).__name__} {_one_line(str(err))}; "
+                f"body starts {_one_line(response.text, 120)!r}", reason="malformed") from None
+        if ignored:
+            raw = {**raw, "ignored_options": ignored}
+        return ChatResponse(text=text, raw=raw, prompt_tokens=usage.get("prompt_tokens"),
+                            completion_tokens=usage.get("completion_tokens"),
+                            latency_ms=latency_ms, load_ms=None, cost=None)
+
+    def _unreachable(self, detail: str = "") -> ServiceUnavailable:
+        return ServiceUnavailable(
+            f"no OpenAI-compatible server is reachable at {self.base_url}{detail}: start it "
+            f"(e.g. `python -m llama_cpp.server --model <file.gguf>`) or fix the URL in "
+            f"openai:<base-url>#<model>")
+
+    def _gave_up(self, failure: _Retryable, attempts: int) -> ModelCallFailed:
+        if failure.reason == "timeout":
+            message = (f"model '{self.model}' at {self.base_url} timed out after {attempts} "
+                       f"attempts ({self.timeout:g} s each)")
+        else:
+            message = (f"{self.base_url} failed on '{self.model}' after {attempts} attempts: "
+                       f"{failure.detail}")
+        return ModelCallFailed(message, reason=failure.reason, attempts=attempts)

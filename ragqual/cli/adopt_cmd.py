@@ -1,0 +1,131 @@
+"""`ragqual adopt BASE CANDIDATE...`: apply the adoption rule; report the verdict, change nothing.
+
+Each argument is a run id or a baseline file, optionally followed by `:strategy` to pick one
+group of it. A baseline holding several strategies must name one; a candidate without a
+strategy stands for each of its strategies (the baseline's own group left out). The rule itself
+is `ragqual.core.adoption.decide` over the group means of recall@5, ndcg@10, mrr and map@10.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from ragqual.cli.compare_cmd import check_comparable
+from ragqual.cli.context import AppContext
+from ragqual.cli.output import emit_document, format_option, output_format
+from ragqual.core.adoption import PRIORITY, Verdict, decide
+from ragqual.errors import InputError
+from ragqual.store.summaries import Summary, load_baseline, summarise_run
+
+
+@dataclass(frozen=True)
+class Spec:
+    target: str  # run id or file path
+    strategy: str | None
+    is_file: bool
+
+
+def parse_spec(spec: str, source: str) -> Spec:
+    """`12`, `12:hybrid`, `path.json` or `path.json:hybrid`; `source` forces run or file."""
+    if source != "run" and Path(spec).is_file():
+        return Spec(spec, None, True)
+    head, sep, tail = spec.rpartition(":")
+    if sep and source != "run" and Path(head).is_file():
+        return Spec(head, tail or None, True)
+    if source == "file":
+        raise InputError(f"{spec!r}: no such baseline file")
+    target, strategy = (head, tail or None) if sep else (spec, None)
+    if not target.isdigit():
+        raise InputError(f"{spec!r} is neither a run id (optionally RUN_ID:strategy) nor an existing baseline file")
+    return Spec(target, strategy, False)
+
+
+class _Loader:
+    def __init__(self, app: AppContext):
+        self.app = app
+        self.cache: dict[tuple[str, bool], Summary] = {}
+
+    def __call__(self, spec: Spec) -> Summary:
+        key = (spec.target, spec.is_file)
+        if key not in self.cache:
+            if spec.is_file:
+                self.cache[key] = load_baseline(spec.target)
+            else:
+                store = self.app.store()
+                self.cache[key] = summarise_run(store.engine, store.get_run(int(spec.target)))
+        return self.cache[key]
+
+
+def _baseline_group(spec: Spec, summary: Summary) -> str:
+    if spec.strategy is not None:
+        _require_group(spec, summary, spec.strategy)
+        return spec.strategy
+    if len(summary.groups) != 1:
+        options = ", ".join(f"{spec.target}:{g}" for g in summary.groups) or "none"
+        raise InputError(f"{spec.target} holds {len(summary.groups)} groups; name the baseline one: {options}")
+    return next(iter(summary.groups))
+
+
+def _require_group(spec: Spec, summary: Summary, group: str) -> None:
+    if group not in summary.groups:
+        raise InputError(f"{spec.target} has no strategy {group!r}; it has: {', '.join(summary.groups) or 'none'}")
+
+
+def _candidates(spec: Spec, summary: Summary, base_key: tuple[str, str]) -> list[str]:
+    if spec.strategy is not None:
+        _require_group(spec, summary, spec.strategy)
+        return [spec.strategy]
+    return [g for g in summary.groups if (spec.target, g) != base_key]
+
+
+def gather(app: AppContext, base: str, candidates: tuple[str, ...], source: str
+           ) -> tuple[str, dict[str, float], dict[str, dict[str, float]]]:
+    """(baseline label, baseline means, candidate label -> means) from the arguments."""
+    load = _Loader(app)
+    base_spec = parse_spec(base, source)
+    base_summary = load(base_spec)
+    base_group = _baseline_group(base_spec, base_summary)
+    out: dict[str, dict[str, float]] = {}
+    for raw in candidates:
+        spec = parse_spec(raw, source)
+        summary = load(spec)
+        check_comparable(base_summary, summary)
+        for group in _candidates(spec, summary, (base_spec.target, base_group)):
+            out[f"{spec.target}:{group}"] = summary.groups[group].means()
+    if not out:
+        raise InputError("no candidate left to judge (a candidate equal to the baseline is skipped)")
+    return f"{base_spec.target}:{base_group}", base_summary.groups[base_group].means(), out
+
+
+def verdict_frame(base_label: str, base: dict[str, float], candidates: dict[str, dict[str, float]],
+                  verdict: Verdict) -> pd.DataFrame:
+    rows = [{"name": base_label, "role": "baseline", **{m: base.get(m) for m in PRIORITY}, "cleared": None, "reason": ""}]
+    for name, metrics in candidates.items():
+        outcome = verdict.outcomes[name]
+        rows.append({"name": name, "role": "candidate", **{m: metrics.get(m) for m in PRIORITY},
+                     "cleared": outcome.cleared, "reason": outcome.reason})
+    return pd.DataFrame(rows)
+
+
+@click.command("adopt")
+@click.argument("base")
+@click.argument("candidates", nargs=-1, required=True)
+@click.option("--metric-source", "source", type=click.Choice(["auto", "run", "file"]), default="auto", show_default=True,
+              help="Read the arguments as run ids, as baseline files, or decide by whether the path exists.")
+@format_option()
+@click.pass_obj
+def adopt_cmd(app: AppContext, base: str, candidates: tuple[str, ...], source: str, fmt: str) -> None:
+    """Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict, change no default."""
+    base_label, base_means, candidate_means = gather(app, base, candidates, source)
+    verdict = decide(base_means, candidate_means)
+    header = {"baseline": base_label, "saturated": list(verdict.saturated) or "none",
+              "deciding_metric": verdict.deciding_metric or "none", "best": verdict.best or "none",
+              "verdict": verdict.sentence}
+    table = verdict_frame(base_label, base_means, candidate_means, verdict)
+    fmt = output_format(fmt, app.as_json)
+    notes = [] if fmt == "json" else [verdict.sentence, *(f"{n}: {o.reason}" for n, o in verdict.outcomes.items())]
+    emit_document("adoption rule", header, [("candidates", table)], fmt, notes)

@@ -1,0 +1,147 @@
+"""`ragqual audit`: everything the history knows about one trial, and every score it has had."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+import click
+
+from ragqual.cli.context import AppContext
+from ragqual.store import trial_reads
+from ragqual.store.records import RunInfo
+from ragqual.store.trial_reads import AssertionDefRow, Scoring, TrialDetail
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _pretty(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _num(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    return (f"{value:.3f}" if isinstance(value, float) else str(value)) + unit
+
+
+def _indent(text: str, pad: str = "  ") -> str:
+    return "\n".join(pad + line for line in text.splitlines()) or pad
+
+
+def _used_defs(engine: Any, detail: TrialDetail, history: list[Scoring]) -> list[AssertionDefRow]:
+    """Every stored definition of the assertion versions this trial was scored with."""
+    used = {(a.assertion_id, a.version) for s in history for a in s.assertions}
+    used |= {(a["id"], a["version"]) for a in detail.case_definition.get("assertions", [])}
+    rows = trial_reads.assertion_defs(engine, sorted({aid for aid, _ in used}))
+    return [r for r in rows if (r.assertion_id, r.version) in used]
+
+
+def audit_dict(engine: Any, run: RunInfo, trial_id: int) -> dict[str, Any]:
+    detail = trial_reads.trial_detail(engine, trial_id)
+    history = trial_reads.scoring_history(engine, trial_id)
+    return {
+        "trial": {k: _iso(v) for k, v in asdict(detail).items()},
+        "run": {k: _iso(v) for k, v in asdict(run).items()},
+        "run_events": [{"event": e.event, "at": _iso(e.at), "detail": e.detail}
+                       for e in trial_reads.run_events(engine, run.id)],
+        "assertion_defs": [asdict(d) for d in _used_defs(engine, detail, history)],
+        "scorings": [{**asdict(s), "created_at": _iso(s.created_at)} for s in history],
+        "metrics": [asdict(m) for m in trial_reads.trial_metrics(engine, trial_id)],
+    }
+
+
+def _run_lines(data: dict[str, Any]) -> list[str]:
+    run = data["run"]
+    prov = run["provenance"]
+    events = "; ".join(f"{e['event']} {e['at']}" + (f" {e['detail']}" if e["detail"] else "")
+                       for e in data["run_events"])
+    return [
+        f"run {run['id']} ({run['kind']}, subject {run['subject']}), started {run['started_at']}, "
+        f"status {run['status']}",
+        f"  git          {run['git_sha'] or '(none: ' + str(prov.get('git_note')) + ')'}  dirty: {run['git_dirty']}",
+        f"  fingerprint  corpus {run['corpus_fingerprint'] or '-'}  dataset {run['dataset_hash'] or '-'}",
+        f"  versions     ragqual {prov.get('ragqual_version')}  python {prov.get('python_version')}",
+        f"  argv         {' '.join(run['argv'])}",
+        "  params",
+        _indent(_pretty(run["params"]), "    "),
+        f"  events       {events}",
+    ]
+
+
+def _case_lines(t: dict[str, Any], defs: list[dict[str, Any]]) -> list[str]:
+    case = t["case_definition"]
+    lines = [
+        f"case {t['slug']} ({t['case_id']}), definition sha256 {t['case_sha256']}",
+        f"  source {case.get('source') or '-'}  difficulty {case.get('difficulty') or '-'}  "
+        f"tags {', '.join(case.get('tags', [])) or '-'}",
+        "  input", _indent(_pretty(case.get("input")), "    "),
+        "assertions as they were (version, category, weight, check)",
+    ]
+    for a in case.get("assertions", []):
+        lines.append(f"  {a['id']} v{a['version']} [{a['category']} w={a['weight']:g}] {a['name']}: "
+                     f"{json.dumps(a['check'], sort_keys=True)}")
+    extra = [d for d in defs if (d["assertion_id"], d["version"]) not in
+             {(a["id"], a["version"]) for a in case.get("assertions", [])}]
+    for d in extra:
+        lines.append(f"  {d['assertion_id']} v{d['version']} [{d['category']} w={d['weight']:g}] {d['name']}: "
+                     f"{json.dumps(d['definition'].get('check'), sort_keys=True)}  (used by a rescoring)")
+    return lines
+
+
+def _trial_lines(t: dict[str, Any]) -> list[str]:
+    return [
+        f"variant {t['variant_name']}: provider {t['provider']}, model {t['model']}, mode {t['mode']!r}, "
+        f"repeat {t['repeat_index']}",
+        "  config", _indent(_pretty(t["variant_config"]), "    "),
+        f"system prompt (sha256 {t['system_prompt_sha256'] or '-'})", _indent(_pretty(t["system_prompt"])),
+        "rendered prompt", _indent(_pretty(t["rendered_prompt"])),
+        "context", _indent(_pretty(t["context"])),
+        "raw output", _indent(_pretty(t["raw_output"])),
+        "parsed output", _indent(_pretty(t["parsed_output"])),
+        f"error {t['error'] or '(none)'}",
+        f"telemetry  prompt tokens {_num(t['prompt_tokens'])}  completion tokens {_num(t['completion_tokens'])}  "
+        f"latency {_num(t['latency_ms'], ' ms')}  load {_num(t['load_ms'], ' ms')}  cost {_num(t['cost'])}",
+        f"cache      key {t['cache_key'] or '-'}  hit {t['cache_hit']}",
+    ]
+
+
+def _score_lines(data: dict[str, Any]) -> list[str]:
+    lines = [f"scores over time ({len(data['scorings'])} scoring(s), oldest first)"]
+    for s in data["scorings"]:
+        for sc in s["scores"]:
+            cats = ", ".join(f"{k} {v:.3f}" for k, v in sc["per_category"].items())
+            lines.append(f"  {s['created_at']}  {sc['scorer_name']} v{sc['scorer_version']}  "
+                         f"score {sc['score']:.3f}  perfect {sc['perfect']}  ({cats})  batch {s['batch'][:8]}")
+        for a in s["assertions"]:
+            mark = "PASS" if a["passed"] else "FAIL"
+            lines.append(f"      {mark} {a['assertion_id']} v{a['version']} [{a['category']} "
+                         f"w={a['weight']:g}]{' ' + a['detail'] if a['detail'] else ''}")
+    if data["metrics"]:
+        lines.append("metrics  " + "  ".join(f"{m['metric']}={m['value']}" for m in data["metrics"]))
+    return lines
+
+
+@click.command("audit")
+@click.argument("trial_id", type=int)
+@click.pass_obj
+def audit_cmd(app: AppContext, trial_id: int) -> None:
+    """Print everything about TRIAL_ID: provenance, case and assertion versions, prompt, output, scores."""
+    store = app.store()
+    detail = trial_reads.trial_detail(store.engine, trial_id)
+    data = audit_dict(store.engine, store.get_run(detail.run_id), trial_id)
+    if app.as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+        return
+    t = data["trial"]
+    lines = [f"trial {trial_id}, created {t['created_at']}", *_run_lines(data),
+             *_case_lines(t, data["assertion_defs"]), *_trial_lines(t), *_score_lines(data)]
+    click.echo("\n".join(lines))

@@ -1,0 +1,190 @@
+"""`ragqual report`: one run's summary, computed from the stored rows (never a re-run).
+
+Generation and subject runs are summarised per group of trials (default: variant and mode):
+trials, mean score and its population variance, Pass% (trials whose every weight-bearing
+assertion passed), each metric's mean, unstable questions (passed in some repeats and failed in
+others), errors, latency p50/p95, tokens in/out, cost and the cache-hit rate. Retrieval runs are
+summarised per strategy (and per tag with `--by tag`): each metric's mean over the questions that
+have it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+import pandas as pd
+from sqlalchemy import Engine
+
+from ragqual.cli.context import AppContext
+from ragqual.cli.output import emit_document, format_option, output_format
+from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
+from ragqual.errors import InputError
+from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
+from ragqual.store.records import RunInfo
+from ragqual.store.summaries import ordered_metrics, run_header
+
+UNTAGGED = "(untagged)"
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    header: dict[str, Any]
+    sections: list[tuple[str, pd.DataFrame]]
+    notes: list[str] = field(default_factory=list)
+
+
+def group_keys(by: Sequence[str], retrieval: bool) -> list[str]:
+    """The columns a report groups by; retrieval runs are never pooled across strategies."""
+    if retrieval:
+        return ["strategy"] + (["tag"] if "tag" in by else [])
+    keys = [{"strategy": "variant"}.get(k, k) for k in by] or ["variant", "mode"]
+    return list(dict.fromkeys(keys))
+
+
+def build_report(
+    engine: Engine, info: RunInfo, by: Sequence[str] = (), scorer_name: str = SCORER_NAME,
+    scorer_version: int | None = None,
+) -> Report:
+    trials = trial_frame(engine, info.id, scorer_name, scorer_version)
+    metrics = metric_frame(engine, info.id, scorer_version)
+    header = run_header(info) | {"scorer": f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"}
+    title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
+    if trials.empty:
+        questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
+        table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
+        return Report(title, header, [("metrics", table)])
+    return _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+
+
+# -- retrieval --------------------------------------------------------------------------------------
+
+def _retrieval_table(engine: Engine, info: RunInfo, rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    if rows.empty:
+        return pd.DataFrame(columns=[*keys, "questions"])
+    rows = rows.rename(columns={"group_key": "strategy"})
+    if "tag" in keys:
+        tags = case_tags_by_id(engine, rows["case_id"].unique().tolist(), info.subject)
+        rows = _with_tags(rows, rows["case_id"].map(lambda c: tags.get(c, ())))
+    wide = rows.pivot_table(index=[*keys, "case_id"], columns="metric", values="value", aggfunc="mean")
+    table = wide.groupby(level=keys).mean()
+    table.insert(0, "questions", wide.groupby(level=keys).size())
+    return table[["questions", *ordered_metrics(list(wide.columns))]].reset_index()
+
+
+def _with_tags(rows: pd.DataFrame, tags: pd.Series) -> pd.DataFrame:
+    """One copy of each row per tag of its question (untagged questions under one label)."""
+    out = rows.assign(tag=[list(t) if t else [UNTAGGED] for t in tags])
+    return out.explode("tag").reset_index(drop=True)
+
+
+# -- generation and subjects --------------------------------------------------------------------------
+
+def _trial_report(
+    engine: Engine, title: str, header: dict[str, Any], trials: pd.DataFrame, metrics: pd.DataFrame,
+    keys: list[str],
+) -> Report:
+    trials = _with_metrics(trials, metrics)
+    metric_names = ordered_metrics([c[2:] for c in trials.columns if c.startswith("m:")])
+    unstable, flagged = _unstable_slots(trials)
+    trials["slot"] = list(zip(trials["variant"], trials["mode"], trials["case_id"]))
+    if "tag" in keys:
+        tags = case_tags_by_pk(engine, trials["case_pk"].unique().tolist())
+        trials = _with_tags(trials, trials["case_pk"].map(lambda p: tags.get(p, ())))
+    rows = []
+    for key, positions in sorted(trials.groupby(keys, sort=False).indices.items()):
+        part = trials.iloc[positions]
+        rows.append(dict(zip(keys, _as_tuple(key))) | _group_figures(part, metric_names, flagged))
+    notes = []
+    unscored = int(trials.drop_duplicates("trial_id")["score"].isna().sum())
+    if unscored:
+        notes.append(f"{unscored} trial(s) have no score of this scorer and are left out of score and Pass%.")
+    return Report(title, header, [("groups", pd.DataFrame(rows)), ("unstable questions", unstable)], notes)
+
+
+def _as_tuple(key: Any) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _with_metrics(trials: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
+    if metrics.empty or metrics["trial_id"].notna().sum() == 0:
+        return trials
+    linked = metrics[metrics["trial_id"].notna()].astype({"trial_id": "int64"})
+    wide = linked.pivot_table(index="trial_id", columns="metric", values="value", aggfunc="mean")
+    wide.columns = [f"m:{c}" for c in wide.columns]
+    return trials.merge(wide, left_on="trial_id", right_index=True, how="left")
+
+
+UNSTABLE_COLUMNS = ["variant", "mode", "case_id", "slug", "passed", "repeats"]
+
+
+def _unstable_slots(trials: pd.DataFrame) -> tuple[pd.DataFrame, set[tuple[str, str, str]]]:
+    """(variant, mode, case) whose scored repeats both passed and failed: a table and the keys."""
+    scored = trials[trials["score"].notna()]
+    flags: dict[tuple[str, str, str], list[bool]] = {}
+    slugs: dict[tuple[str, str, str], str] = {}
+    for variant, mode, case_id, slug, perfect in zip(*(scored[c].tolist() for c in ("variant", "mode", "case_id", "slug", "perfect"))):
+        flags.setdefault((variant, mode, case_id), []).append(bool(perfect))
+        slugs[(variant, mode, case_id)] = slug
+    flagged = {k for k, f in flags.items() if is_unstable(f)}
+    rows = [(*k, slugs[k], sum(flags[k]), len(flags[k])) for k in sorted(flagged)]
+    return pd.DataFrame(rows, columns=UNSTABLE_COLUMNS), flagged
+
+
+def _group_figures(part: pd.DataFrame, metric_names: list[str], flagged: set[tuple[str, str, str]]) -> dict[str, Any]:
+    scored = part[part["score"].notna()]
+    scores = scored["score"].to_numpy(dtype=float)
+    latencies = part["latency_ms"].dropna().astype(float).tolist()
+    costs = part["cost"].dropna()
+    return {
+        "trials": len(part),
+        "score": float(scores.mean()) if scores.size else None,
+        "score_var": float(scores.var()) if scores.size else None,  # population variance
+        "pass_pct": 100.0 * float(scored["perfect"].astype(bool).mean()) if scores.size else None,
+        **{m: _mean_or_none(part[f"m:{m}"]) for m in metric_names},
+        "unstable": len(set(part["slot"]) & flagged),
+        "errors": int(part["error"].notna().sum()),
+        "latency_p50_ms": percentile(latencies, 50) if latencies else None,
+        "latency_p95_ms": percentile(latencies, 95) if latencies else None,
+        "tokens_in": int(part["prompt_tokens"].fillna(0).sum()),
+        "tokens_out": int(part["completion_tokens"].fillna(0).sum()),
+        "cost": float(costs.astype(float).sum()) if len(costs) else None,
+        "cache_hit_pct": 100.0 * float(part["cache_hit"].astype(bool).mean()),
+    }
+
+
+def _mean_or_none(values: pd.Series) -> float | None:
+    present = values.dropna()
+    return float(present.astype(float).mean()) if len(present) else None
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
+    store = app.store()
+    if run_id is not None and last:
+        raise InputError("give either a RUN_ID or --last, not both")
+    if run_id is None and not last:
+        raise InputError("give a RUN_ID or --last (`ragqual history` lists the runs)")
+    return store.get_run(store.last_run_id() if last else run_id)
+
+
+@click.command("report")
+@click.argument("run_id", type=int, required=False)
+@click.option("--last", is_flag=True, help="Report the newest run.")
+@click.option("--by", "by", multiple=True, type=click.Choice(["tag", "variant", "mode", "strategy"]),
+              help="Group by this (repeatable; default variant and mode, or strategy for retrieval runs, "
+                   "which --by tag splits further).")
+@format_option()
+@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Which scorer's scores to show.")
+@click.option("--scorer-version", type=int, help="Show this scorer version (default: each trial's newest).")
+@click.pass_obj
+def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str,
+               scorer_name: str, scorer_version: int | None) -> None:
+    """Summarise one run from the history: metrics per group, Pass%, unstable questions, cost."""
+    info = resolve_run(app, run_id, last)
+    report = build_report(app.store().engine, info, by, scorer_name, scorer_version)
+    emit_document(report.title, report.header, report.sections, output_format(fmt, app.as_json), report.notes)

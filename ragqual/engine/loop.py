@@ -1,0 +1,452 @@
+"""The trial loop: every (variant x case x mode x repeat) slot, scored and stored as it finishes.
+
+One loop serves every subject. It records the definitions a run used (cases with their assertion
+specs, variants, system prompts; all interned), starts the run, runs the slots the run does not
+hold yet, and appends each finished trial with its assertion, score and metric rows in one
+transaction, from the main thread only.
+
+How a run ends, as the last run_events row:
+
+    finished      every slot ran (a trial whose model call failed is kept, with its error)
+    interrupted   KeyboardInterrupt: pending slots are dropped, finished trials kept, re-raised
+    failed        a plain ServiceUnavailable (the server is gone), a CacheMiss in replay mode
+                  (replay promised zero calls, so a miss stops the run: exit 2), a subject that
+                  broke its contract, or any unexpected exception; finished trials kept, re-raised
+
+A `ModelCallFailed` (one call timed out or was rejected after its retries) is recorded on that
+trial as its error: every assertion fails with "not evaluated" and the trial scores 0.
+
+Concurrency uses daemon worker threads rather than ThreadPoolExecutor on purpose: the executor's
+threads are joined at interpreter exit, so one model call in flight (up to its timeout) would
+hold Ctrl-C hostage. Here the main thread stops waiting at once and the process can exit.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ragqual.adapters.provenance import capture
+from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
+from ragqual.engine.assertions import TrialContext
+from ragqual.engine.cases import Case
+from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
+from ragqual.engine.services import TrialServices
+from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
+from ragqual.errors import InputError
+from ragqual.store.records import TrialRecord
+from ragqual.store.runstore import RunStore
+from ragqual.store.trial_reads import assertion_defs
+
+SlotKey = tuple[int, int, str, int]  # (case_pk, variant_id, mode, repeat_index)
+_POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Slot:
+    variant: Variant
+    variant_id: int
+    case: Case
+    case_pk: int
+    mode: str
+    repeat_index: int
+
+    @property
+    def key(self) -> SlotKey:
+        return (self.case_pk, self.variant_id, self.mode, self.repeat_index)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Sent to the progress callback once at the start (done=0) and after every stored trial."""
+
+    run_id: int
+    done: int
+    total: int
+    slot: Slot | None = None
+    trial_id: int | None = None
+    score: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: int
+    status: str
+    trials_run: int
+    trials_skipped: int  # already held by the run (resume)
+    trial_errors: int
+    model_calls: int
+    cache_hits: int
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run covers; stored in the run's params so that `--resume` can rebuild it."""
+
+    variants: list[Variant]
+    cases: list[Case]
+    modes: list[str]
+    repeats: int
+
+
+@dataclass(frozen=True)
+class _Done:
+    slot: Slot
+    record: TrialRecord
+    system_prompt: str | None
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+# -- validation and definitions -----------------------------------------------------------------
+
+def _validate(subject: Subject, plan: RunPlan, max_concurrency: int) -> None:
+    if not plan.variants:
+        raise InputError("no variants to run: pass at least one --model")
+    if not plan.cases:
+        raise InputError(f"subject {subject.name!r} has no cases to run")
+    if isinstance(plan.repeats, bool) or not isinstance(plan.repeats, int) or plan.repeats < 1:
+        raise InputError(f"the trial count must be 1 or more, got {plan.repeats!r}")
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+        raise InputError(f"--max-concurrency must be 1 or more, got {max_concurrency!r}")
+    names = [v.name for v in plan.variants]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InputError(f"variant names must be unique: {', '.join(duplicated)} given twice")
+    unknown = [m for m in plan.modes if m not in subject.modes]
+    if unknown or not plan.modes:
+        valid = ", ".join(repr(m) for m in subject.modes)
+        asked = ", ".join(map(repr, unknown)) or "(none)"
+        raise InputError(f"subject {subject.name!r} has no mode {asked}: use {valid}")
+
+
+def _warn_unbumped(store: RunStore, cases: Sequence[Case]) -> None:
+    """Warn when an assertion's check changed but its version did not (rescores would mix meanings)."""
+    current = {a.id: a for c in cases for a in c.assertions}
+    for row in assertion_defs(store.engine, list(current)):
+        now = current[row.assertion_id]
+        if row.version == now.version and row.definition.get("check") != now.check.spec():
+            warnings.warn(
+                f"assertion {now.id} ({now.name!r}) changed its check but kept version {now.version}: "
+                "bump the version when a check's meaning changes", stacklevel=3,
+            )
+
+
+def _record_cases(store: RunStore, subject: Subject, cases: Sequence[Case]) -> dict[str, int]:
+    _warn_unbumped(store, cases)
+    pks = {}
+    for case in cases:
+        for a in case.assertions:
+            store.record_assertion_def(a.id, a.version, a.category, float(a.weight), a.name, a.spec())
+        pks[case.id] = store.record_case(subject.name, case.id, case.slug, case.definition())
+    return pks
+
+
+def _record_variants(
+    store: RunStore, subject: Subject, services: TrialServices, variants: Sequence[Variant]
+) -> dict[str, int]:
+    ids = {}
+    for variant in variants:
+        described = services.describe(variant)
+        prompt = subject.system_prompt_for(variant)
+        config = {
+            "uri": variant.model, "options": subject.provider_options(variant),
+            "system_prompt_sha256": sha256_hex(prompt) if prompt else None,
+            "digest": described["digest"],
+        }
+        ids[variant.name] = store.intern_variant(variant.name, described["provider"], described["model"], config)
+    return ids
+
+
+def _slots(plan: RunPlan, case_pks: dict[str, int], variant_ids: dict[str, int]) -> list[Slot]:
+    """Variant-major, so one model finishes its trials before the next is warmed up."""
+    return [
+        Slot(v, variant_ids[v.name], c, case_pks[c.id], m, r)
+        for v in plan.variants for r in range(plan.repeats) for c in plan.cases for m in plan.modes
+    ]
+
+
+def _run_params(subject: Subject, plan: RunPlan, scorers: Sequence[Scorer], services: TrialServices,
+                max_concurrency: int, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {
+        **(extra or {}),
+        "subject": subject.name,
+        "variants": [v.as_dict() for v in plan.variants],
+        "case_ids": [c.id for c in plan.cases],
+        "case_slugs": [c.slug for c in plan.cases],
+        "modes": list(plan.modes),
+        "repeats": plan.repeats,
+        "scorers": [{"name": s.name, "version": s.version} for s in scorers],
+        "max_concurrency": max_concurrency,
+        "cache_mode": services.cache.mode,
+    }
+
+
+def plan_from_run(store: RunStore, run_id: int, subject: Subject) -> RunPlan:
+    """Rebuild a run's plan from its stored params and the subject's current cases (for --resume)."""
+    info = store.get_run(run_id)
+    if info.subject != subject.name:
+        raise InputError(f"run {run_id} is a run of subject {info.subject!r}, not {subject.name!r}")
+    params = info.params
+    if "variants" not in params or "case_ids" not in params:
+        raise InputError(f"run {run_id} was not started by the trial loop; it cannot be resumed")
+    by_id = {c.id: c for c in subject.cases()}
+    missing = [cid for cid in params["case_ids"] if cid not in by_id]
+    if missing:
+        raise InputError(f"run {run_id} used cases the subject no longer has: {', '.join(missing)}")
+    return RunPlan(
+        variants=[Variant.from_dict(v) for v in params["variants"]],
+        cases=[by_id[cid] for cid in params["case_ids"]],
+        modes=list(params.get("modes", subject.modes)),
+        repeats=int(params.get("repeats", 1)),
+    )
+
+
+# -- one trial -------------------------------------------------------------------------------------
+
+def _jsonable(value: Any, what: str, subject: Subject) -> Any:
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError) as exc:
+        raise SubjectContractError(f"subject {subject.name!r}: the {what} is not a JSON value ({exc})") from None
+    return value
+
+
+def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
+    if not isinstance(result, SubjectResult):
+        raise SubjectContractError(
+            f"subject {subject.name!r}: run_one must return a SubjectResult, got {type(result).__name__}")
+    if result.telemetry is None:
+        raise SubjectContractError(
+            f"subject {subject.name!r} returned no telemetry for case {slot.case.slug!r}: "
+            "run_one must report tokens and latency (Telemetry.from_response)")
+    _jsonable(result.output, "output", subject)
+    _jsonable(result.raw, "raw response", subject)
+    return result
+
+
+def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
+                  subject: Subject, scorers: Sequence[Scorer]) -> TrialRecord:
+    case = slot.case
+    if result is None:
+        evaluated = not_evaluated(case.assertions, f"the trial failed: {error}")
+        metrics: dict[str, float | None] = {}
+    else:
+        ctx = TrialContext(case=case, mode=slot.mode, context=result.context, variant=slot.variant)
+        evaluated = evaluate_all(case.assertions, result.output, ctx)
+        metrics = dict(subject.extra_metrics(case, slot.mode, result.output, result))
+    t = result.telemetry if result is not None else None
+    return TrialRecord(
+        run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,
+        repeat_index=slot.repeat_index, system_prompt_id=None,
+        rendered_prompt=result.rendered_prompt if result else None,
+        context=result.context if result else None,
+        raw_output=result.raw if result else None, parsed_output=result.output if result else None,
+        error=error, prompt_tokens=t.prompt_tokens if t else None,
+        completion_tokens=t.completion_tokens if t else None, latency_ms=t.latency_ms if t else None,
+        load_ms=t.load_ms if t else None, cost=t.cost if t else None,
+        cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
+        assertions=tuple(e.row() for e in evaluated), scores=score_rows(scorers, evaluated, error),
+        metrics=metrics, case_id=case.id,
+    )
+
+
+def per_trial_failures() -> tuple[type[BaseException], ...]:
+    """Errors recorded against one trial instead of stopping the run (imported late: the ollama
+    client is slow to import and most commands never need it)."""
+    from ragqual.adapters.ollama_chat import ModelCallFailed
+
+    return (ModelCallFailed,)
+
+
+class _Trials:
+    """Runs one slot (any thread) and stores one finished trial (main thread)."""
+
+    def __init__(self, run_id: int, subject: Subject, services: TrialServices, store: RunStore,
+                 scorers: Sequence[Scorer]):
+        self.run_id, self.subject, self.services, self.store = run_id, subject, services, store
+        self.scorers = scorers
+        self._prompt_ids: dict[str, int] = {}
+        self._trial_failures = per_trial_failures()
+        self.errors = 0
+
+    def execute(self, slot: Slot) -> _Done:
+        try:
+            result = self.subject.run_one(slot.case, slot.variant, slot.mode, slot.repeat_index, self.services)
+        except self._trial_failures as exc:
+            return _Done(slot, _trial_record(self.run_id, slot, None, str(exc), self.subject, self.scorers),
+                         self.subject.system_prompt_for(slot.variant))
+        checked = _check_result(self.subject, slot, result)
+        prompt = checked.system_prompt
+        if prompt is None:
+            prompt = self.subject.system_prompt_for(slot.variant)
+        return _Done(slot, _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers), prompt)
+
+    def store_done(self, done: _Done) -> int:
+        record = done.record
+        if done.system_prompt:
+            if done.system_prompt not in self._prompt_ids:
+                self._prompt_ids[done.system_prompt] = self.store.intern_system_prompt(done.system_prompt)
+            record = replace(record, system_prompt_id=self._prompt_ids[done.system_prompt])
+        if record.error is not None:
+            self.errors += 1
+        return self.store.append_trial(record)
+
+
+# -- execution strategies -------------------------------------------------------------------------
+
+def _run_sequential(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done, int], None]) -> None:
+    for slot in slots:
+        done = trials.execute(slot)
+        after(done, trials.store_done(done))
+
+
+def _run_threaded(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done, int], None],
+                  workers: int) -> None:
+    jobs: queue.SimpleQueue[Slot] = queue.SimpleQueue()
+    for slot in slots:
+        jobs.put(slot)
+    results: queue.SimpleQueue[tuple[_Done | None, BaseException | None]] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                slot = jobs.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                results.put((trials.execute(slot), None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread to re-raise
+                results.put((None, exc))
+                return
+
+    threads = [threading.Thread(target=work, name=f"ragqual-trial-{i}", daemon=True)
+               for i in range(min(workers, len(slots)))]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(len(slots)):
+            done, failure = _next_result(results)
+            if failure is not None:
+                raise failure
+            after(done, trials.store_done(done))  # type: ignore[arg-type]
+    finally:
+        stop.set()
+
+
+def _next_result(results: queue.SimpleQueue) -> Any:
+    """Wait in short slices so that Ctrl-C reaches the main thread promptly."""
+    while True:
+        try:
+            return results.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            continue
+
+
+# -- the loop ----------------------------------------------------------------------------------------
+
+def _start(store: RunStore, subject: Subject, plan: RunPlan, kind: str, argv: Sequence[str] | None,
+           params: dict[str, Any], extras: dict[str, Any]) -> int:
+    prompts = sorted({sha256_hex(p) for p in (subject.system_prompt_for(v) for v in plan.variants) if p})
+    provenance = capture(
+        argv=argv, params=params, prompt_hashes=prompts,
+        dataset_hash=extras.pop("dataset_hash", hash_value([c.definition() for c in plan.cases])),
+        **extras,
+    )
+    return store.start_run(kind, subject.name, provenance)
+
+
+def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot]) -> set[SlotKey]:
+    info = store.get_run(run_id)
+    if info.subject != subject.name:
+        raise InputError(f"run {run_id} is a run of subject {info.subject!r}, not {subject.name!r}")
+    finished = store.finished_slots(run_id)
+    stale = finished - {s.key for s in slots}
+    if stale:
+        raise InputError(
+            f"run {run_id} holds {len(stale)} trial(s) whose case or variant has changed since it started "
+            "(a case, an assertion, an option or the model digest): start a new run instead of resuming")
+    missing = sum(1 for s in slots if s.key not in finished)
+    store.add_event(run_id, "resumed", json.dumps({"held": len(finished), "missing": missing}))
+    return finished
+
+
+def run(
+    subject: Subject,
+    variants: Sequence[Variant],
+    cases: Sequence[Case],
+    *,
+    store: RunStore,
+    services: TrialServices,
+    modes: Sequence[str] | None = None,
+    repeats: int = 1,
+    scorers: Sequence[Scorer] | None = None,
+    max_concurrency: int = 1,
+    resume_run_id: int | None = None,
+    kind: str | None = None,
+    argv: Sequence[str] | None = None,
+    params: dict[str, Any] | None = None,
+    provenance_extras: dict[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+) -> RunOutcome:
+    """Run (or resume) every slot of `subject` over variants x cases x modes x repeats."""
+    plan = RunPlan(list(variants), list(cases), list(modes if modes is not None else subject.modes), repeats)
+    scorers = list(scorers) if scorers is not None else default_scorers()
+    _validate(subject, plan, max_concurrency)
+    variant_ids = _record_variants(store, subject, services, plan.variants)
+    case_pks = _record_cases(store, subject, plan.cases)
+    slots = _slots(plan, case_pks, variant_ids)
+    if resume_run_id is None:
+        full_params = _run_params(subject, plan, scorers, services, max_concurrency, params)
+        extras = {**subject.provenance_extras(), **(provenance_extras or {})}
+        run_id = _start(store, subject, plan, kind or subject.run_kind, argv, full_params, extras)
+        finished: set[SlotKey] = set()
+    else:
+        run_id = resume_run_id
+        finished = _resume(store, subject, run_id, slots)
+    pending = [s for s in slots if s.key not in finished]
+    return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress)
+
+
+def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunStore,
+             scorers: Sequence[Scorer], pending: list[Slot], skipped: int, max_concurrency: int,
+             progress: ProgressCallback | None) -> RunOutcome:
+    trials = _Trials(run_id, subject, services, store, scorers)
+    calls_before, hits_before = services.model_calls, services.cache_hits
+    count = [0]
+
+    def after(done: _Done, trial_id: int) -> None:
+        count[0] += 1
+        if progress is not None:
+            first = done.record.scores[0].score if done.record.scores else None
+            progress(Progress(run_id, count[0], len(pending), done.slot, trial_id, first, done.record.error))
+
+    if progress is not None:
+        progress(Progress(run_id, 0, len(pending)))
+    try:
+        if max_concurrency == 1 or len(pending) <= 1:
+            _run_sequential(pending, trials, after)
+        else:
+            _run_threaded(pending, trials, after, max_concurrency)
+    except KeyboardInterrupt:
+        _end(store, run_id, "interrupted", {"trials_stored": count[0], "of": len(pending)})
+        raise
+    except BaseException as exc:
+        _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
+                                       "error": f"{type(exc).__name__}: {exc}"})
+        raise
+    _end(store, run_id, "finished", {"trials_stored": count[0], "errors": trials.errors})
+    return RunOutcome(run_id, "finished", count[0], skipped, trials.errors,
+                      services.model_calls - calls_before, services.cache_hits - hits_before)
+
+
+def _end(store: RunStore, run_id: int, event: str, detail: dict[str, Any]) -> None:
+    store.add_event(run_id, event, json.dumps(detail, sort_keys=True))

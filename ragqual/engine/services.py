@@ -1,0 +1,109 @@
+"""What a subject may use during a trial: one way to call a model, through the response cache.
+
+`call` resolves the variant's model (once per model URI), builds the response-cache key from
+the provider, model name, model digest, the full request and the repeat index, and asks the
+cache. Only a real miss reaches the model; before the first real call to a model it is warmed
+up once (evict other models, one throwaway generation), so cache hits and replays never wake
+a server. Counters let callers and tests see exactly how many model calls a run made.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ragqual.adapters.cache import ResponseCache
+from ragqual.adapters.llm import ChatModel, ChatRequest, ChatResponse
+from ragqual.core.cachekey import response_cache_key
+from ragqual.engine.subject import Variant
+
+ModelFactory = Callable[[str], ChatModel]
+
+
+def _warm(model: ChatModel, options: dict[str, Any]) -> None:
+    """Warm up with the trial options when the backend accepts them (a context size reloads Ollama)."""
+    try:
+        accepts = "options" in inspect.signature(model.warm_up).parameters
+    except (TypeError, ValueError):
+        accepts = False
+    if accepts:
+        model.warm_up(options=options)  # type: ignore[call-arg]
+    else:
+        model.warm_up()
+
+
+class TrialServices:
+    """Model access for subjects; safe to use from several worker threads at once."""
+
+    def __init__(self, cache: ResponseCache, model_factory: ModelFactory, *, warm_up: bool = True):
+        self.cache = cache
+        self._factory = model_factory
+        self._warm_up = warm_up
+        self._models: dict[str, ChatModel] = {}
+        self._warmed: set[str] = set()
+        self._lock = threading.Lock()
+        self._warm_lock = threading.Lock()
+        self.model_calls = 0
+        self.cache_hits = 0
+        self.warm_ups = 0
+
+    def model(self, variant: Variant) -> ChatModel:
+        """The chat model of a variant, built once per model URI."""
+        with self._lock:
+            if variant.model not in self._models:
+                self._models[variant.model] = self._factory(variant.model)
+            return self._models[variant.model]
+
+    def describe(self, variant: Variant) -> dict[str, Any]:
+        """Provider, model name and digest: asks the backend for the digest (not a model call)."""
+        model = self.model(variant)
+        return {"provider": model.provider, "model": model.name, "digest": model.digest()}
+
+    def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
+        model = self.model(variant)
+        return response_cache_key(
+            provider=model.provider, model=model.name, digest=model.digest(),
+            request_material=request.key_material(), repeat_index=repeat_index,
+        )
+
+    def call(self, variant: Variant, request: ChatRequest, repeat_index: int) -> tuple[ChatResponse, str, bool]:
+        """(response, cache key, cache hit). In replay mode a miss raises CacheMiss, calling nothing."""
+        model = self.model(variant)
+        key = self.cache_key(variant, request, repeat_index)
+
+        def real_call() -> ChatResponse:
+            self._ensure_warm(variant.model, model, request.options)
+            with self._lock:
+                self.model_calls += 1
+            return model.chat(request)
+
+        response, hit = self.cache.get_or_call(key, real_call)
+        if hit:
+            with self._lock:
+                self.cache_hits += 1
+        return response, key, hit
+
+    def _ensure_warm(self, uri: str, model: ChatModel, options: dict[str, Any]) -> None:
+        if not self._warm_up:
+            return
+        with self._warm_lock:
+            if uri in self._warmed:
+                return
+            _warm(model, dict(options))
+            self._warmed.add(uri)
+            self.warm_ups += 1
+
+
+def services_for(subject: Any, cache: ResponseCache, *, ollama_host: str | None = None,
+                 warm_up: bool = True) -> TrialServices:
+    """Services whose models come from `model_registry`, with the subject's own mock."""
+    from ragqual.adapters.model_registry import make_model
+    from ragqual.engine.subject import Subject
+
+    has_mock = type(subject).mock_reply is not Subject.mock_reply
+    reply = subject.mock_reply if has_mock else None
+    return TrialServices(
+        cache, lambda uri: make_model(uri, mock_reply=reply, ollama_host=ollama_host), warm_up=warm_up
+    )

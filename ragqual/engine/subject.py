@@ -1,0 +1,162 @@
+"""The subject contract: the one seam between the trial loop and the thing under test.
+
+A subject bundles a system prompt, its cases, how to build variants from model URIs, and how to
+run one trial. The default `run_one` covers the common shape (one chat call per trial): a subject
+then only writes `build_request` and `parse`. A subject with more steps (retrieval, then a prompt,
+then a call) overrides `run_one` and still reports its output, raw response and telemetry in a
+`SubjectResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
+from ragqual.engine.cases import Case
+from ragqual.errors import InputError, RagqualError
+
+if TYPE_CHECKING:
+    from ragqual.engine.services import TrialServices
+
+
+class SubjectContractError(RagqualError):
+    """A subject broke its contract (no telemetry, a non-JSON output...): a bug, not bad luck."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One model configuration: a model URI ("mock", "ollama:<model>"...), options, prompt override."""
+
+    name: str
+    model: str
+    options: dict[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.model:
+            raise InputError(f"a variant needs a name and a model URI, got {self.name!r} / {self.model!r}")
+
+    @property
+    def provider(self) -> str:
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        """The part after the scheme ("tiny" in "ollama:tiny"); the scheme itself for "mock"."""
+        head, _, rest = self.model.partition(":")
+        return rest or head
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "model": self.model, "options": dict(self.options),
+                "system_prompt": self.system_prompt}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Variant:
+        return cls(name=data["name"], model=data["model"], options=dict(data.get("options") or {}),
+                   system_prompt=data.get("system_prompt"))
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: float | None
+    load_ms: float | None = None
+    cost: float | None = None
+
+    @classmethod
+    def from_response(cls, response: ChatResponse) -> Telemetry:
+        return cls(response.prompt_tokens, response.completion_tokens, response.latency_ms,
+                   response.load_ms, response.cost)
+
+
+@dataclass(frozen=True)
+class SubjectResult:
+    """What one trial produced. `system_prompt` overrides the variant's when the subject built its own."""
+
+    output: Any
+    raw: Any
+    telemetry: Telemetry | None
+    rendered_prompt: Any
+    context: str | None = None
+    cache_key: str | None = None
+    cache_hit: bool = False
+    system_prompt: str | None = None
+
+
+def rendered_messages(request: ChatRequest) -> list[dict[str, str]]:
+    """The turns sent to the model, system prompt excluded (it is stored once, by hash)."""
+    return [{"role": m.role, "content": m.content} for m in request.messages]
+
+
+class Subject:
+    """Base class of every subject; override what differs from the one-chat-call default."""
+
+    name: str = ""
+    system_prompt: str = ""
+    modes: tuple[str, ...] = ("",)
+    run_kind: str = "subject"
+
+    # -- what to run -----------------------------------------------------------------------
+    def cases(self) -> list[Case]:
+        raise NotImplementedError(f"subject {self.name!r} must define cases()")
+
+    def default_variants(self, models: Sequence[str]) -> list[Variant]:
+        """One variant per model URI, named after it."""
+        return [Variant(name=uri, model=uri) for uri in models]
+
+    def provider_options(self, variant: Variant) -> dict[str, Any]:
+        """Sampling options sent with every request; keep this stable, it is in the cache key."""
+        return dict(variant.options)
+
+    def system_prompt_for(self, variant: Variant) -> str:
+        return self.system_prompt if variant.system_prompt is None else variant.system_prompt
+
+    # -- one trial -------------------------------------------------------------------------
+    def build_request(self, case: Case, variant: Variant, mode: str) -> ChatRequest:
+        """The chat request for one trial (the default `run_one` sends it)."""
+        return ChatRequest(
+            system=self.system_prompt_for(variant),
+            messages=(ChatMessage("user", str(case.input)),),
+            options=self.provider_options(variant),
+        )
+
+    def run_one(
+        self, case: Case, variant: Variant, mode: str, repeat_index: int, services: TrialServices
+    ) -> SubjectResult:
+        request = self.build_request(case, variant, mode)
+        response, key, hit = services.call(variant, request, repeat_index)
+        return SubjectResult(
+            output=self.parse(response.raw), raw=response.raw,
+            telemetry=Telemetry.from_response(response), rendered_prompt=rendered_messages(request),
+            context=None, cache_key=key, cache_hit=hit, system_prompt=request.system,
+        )
+
+    def parse(self, raw: Any) -> Any:
+        """Rebuild the output from a stored raw response (used again, offline, by rescore)."""
+        raise NotImplementedError(f"subject {self.name!r} must define parse()")
+
+    def mock_reply(self, request: ChatRequest) -> str:
+        """The deterministic answer of the `mock` model for this subject."""
+        raise NotImplementedError(f"subject {self.name!r} has no mock model")
+
+    def extra_metrics(self, case: Case, mode: str, output: Any, result: SubjectResult) -> dict[str, float | None]:
+        """Optional per-trial numbers, stored in metric_values."""
+        return {}
+
+    def provenance_extras(self) -> dict[str, Any]:
+        """Extra provenance for the run row (corpus_fingerprint, dataset_hash...)."""
+        return {}
+
+
+def reply_text(raw: Any) -> str:
+    """The assistant's text from a raw chat response (Ollama's shape, which the mock mirrors)."""
+    if isinstance(raw, dict):
+        message = raw.get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            return message["content"]
+        if isinstance(raw.get("response"), str):
+            return raw["response"]
+    raise SubjectContractError(f"the stored raw response has no message text: {str(raw)[:120]!r}")

@@ -1,0 +1,298 @@
+"""Read queries over trials and their scorings, for aggregates, rescoring and audits.
+
+Functions take an Engine and return plain dataclasses, never ORM rows. JSON columns come back
+decoded; a column that holds plain text (the store writes strings as they are) comes back as text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from ragqual.errors import InputError
+from ragqual.store.models import (
+    AssertionDef,
+    AssertionResult,
+    CaseDef,
+    MetricValue,
+    RunEvent,
+    SystemPrompt,
+    Trial,
+    TrialScore,
+    VariantConfig,
+)
+
+
+def _load(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return text
+
+
+@dataclass(frozen=True)
+class StoredTrial:
+    """A trial as rescoring needs it: which case, what came back, what went wrong."""
+
+    trial_id: int
+    case_pk: int
+    case_id: str
+    slug: str
+    case_definition: dict[str, Any]
+    variant: str
+    mode: str
+    repeat_index: int
+    raw_output: Any
+    context: str | None
+    error: str | None
+
+
+def run_trials(engine: Engine, run_id: int) -> list[StoredTrial]:
+    query = (
+        select(Trial.id, Trial.case_pk, CaseDef.case_id, CaseDef.slug, CaseDef.definition,
+               VariantConfig.name, Trial.mode, Trial.repeat_index, Trial.raw_output, Trial.context,
+               Trial.error)
+        .join(CaseDef, CaseDef.id == Trial.case_pk)
+        .join(VariantConfig, VariantConfig.id == Trial.variant_id)
+        .where(Trial.run_id == run_id)
+        .order_by(Trial.id)
+    )
+    with Session(engine) as session:
+        rows = session.execute(query).all()
+    return [
+        StoredTrial(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], _load(r[8]), r[9], r[10])
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class TrialFigureRow:
+    """One trial with the score row a report shows for it (None when it has none for that scorer)."""
+
+    trial_id: int
+    variant: str
+    case_id: str
+    slug: str
+    mode: str
+    repeat_index: int
+    score: float | None
+    perfect: bool | None
+    scorer_version: int | None
+    cost: float | None
+    latency_ms: float | None
+    cache_hit: bool
+    error: str | None
+
+
+def _pick_scores(
+    engine: Engine, trial_ids: list[int], scorer_name: str, scorer_version: int | None
+) -> dict[int, tuple[float, bool, int]]:
+    """trial id -> (score, perfect, version): the newest version (or the given one), newest row."""
+    query = select(TrialScore.trial_id, TrialScore.score, TrialScore.perfect, TrialScore.scorer_version,
+                   TrialScore.id).where(TrialScore.scorer_name == scorer_name)
+    if scorer_version is not None:
+        query = query.where(TrialScore.scorer_version == scorer_version)
+    wanted = set(trial_ids)
+    best: dict[int, tuple[int, int, float, bool]] = {}
+    with Session(engine) as session:
+        for trial_id, value, perfect, version, row_id in session.execute(query):
+            if trial_id not in wanted:
+                continue
+            rank = (version, row_id)
+            if trial_id not in best or rank > best[trial_id][:2]:
+                best[trial_id] = (version, row_id, value, bool(perfect))
+    return {t: (v[2], v[3], v[0]) for t, v in best.items()}
+
+
+def run_figures(
+    engine: Engine, run_id: int, scorer_name: str, scorer_version: int | None = None
+) -> list[TrialFigureRow]:
+    query = (
+        select(Trial.id, VariantConfig.name, CaseDef.case_id, CaseDef.slug, Trial.mode,
+               Trial.repeat_index, Trial.cost, Trial.latency_ms, Trial.cache_hit, Trial.error)
+        .join(CaseDef, CaseDef.id == Trial.case_pk)
+        .join(VariantConfig, VariantConfig.id == Trial.variant_id)
+        .where(Trial.run_id == run_id)
+        .order_by(Trial.id)
+    )
+    with Session(engine) as session:
+        rows = session.execute(query).all()
+    scores = _pick_scores(engine, [r[0] for r in rows], scorer_name, scorer_version)
+    out = []
+    for r in rows:
+        score, perfect, version = scores.get(r[0], (None, None, None))
+        out.append(TrialFigureRow(r[0], r[1], r[2], r[3], r[4], r[5], score, perfect, version,
+                                  r[6], r[7], bool(r[8]), r[9]))
+    return out
+
+
+@dataclass(frozen=True)
+class TrialDetail:
+    """Every stored column of one trial, with its case, variant and system prompt as they were."""
+
+    trial_id: int
+    run_id: int
+    mode: str
+    repeat_index: int
+    created_at: datetime
+    case_id: str
+    slug: str
+    case_sha256: str
+    case_definition: dict[str, Any]
+    variant_name: str
+    provider: str
+    model: str
+    variant_config: dict[str, Any]
+    system_prompt_sha256: str | None
+    system_prompt: str | None
+    rendered_prompt: Any
+    context: str | None
+    raw_output: Any
+    parsed_output: Any
+    error: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_ms: float | None
+    load_ms: float | None
+    cost: float | None
+    cache_key: str | None
+    cache_hit: bool
+
+
+def trial_detail(engine: Engine, trial_id: int) -> TrialDetail:
+    with Session(engine) as session:
+        trial = session.get(Trial, trial_id)
+        if trial is None:
+            raise InputError(f"no trial with id {trial_id}")
+        case = session.get(CaseDef, trial.case_pk)
+        variant = session.get(VariantConfig, trial.variant_id)
+        prompt = session.get(SystemPrompt, trial.system_prompt_id) if trial.system_prompt_id else None
+        return TrialDetail(
+            trial_id=trial.id, run_id=trial.run_id, mode=trial.mode, repeat_index=trial.repeat_index,
+            created_at=trial.created_at, case_id=case.case_id, slug=case.slug, case_sha256=case.sha256,
+            case_definition=json.loads(case.definition), variant_name=variant.name,
+            provider=variant.provider, model=variant.model, variant_config=json.loads(variant.config),
+            system_prompt_sha256=prompt.sha256 if prompt else None,
+            system_prompt=prompt.text if prompt else None,
+            rendered_prompt=_load(trial.rendered_prompt), context=trial.context,
+            raw_output=_load(trial.raw_output), parsed_output=_load(trial.parsed_output),
+            error=trial.error, prompt_tokens=trial.prompt_tokens,
+            completion_tokens=trial.completion_tokens, latency_ms=trial.latency_ms,
+            load_ms=trial.load_ms, cost=trial.cost, cache_key=trial.cache_key,
+            cache_hit=bool(trial.cache_hit),
+        )
+
+
+@dataclass(frozen=True)
+class AssertionResultRow:
+    assertion_id: str
+    version: int
+    category: str
+    weight: float
+    passed: bool
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class ScoreEntry:
+    scorer_name: str
+    scorer_version: int
+    score: float
+    perfect: bool
+    per_category: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """One scoring of a trial (the first one, or a later rescore): its scores and assertion rows."""
+
+    batch: str
+    created_at: datetime
+    scores: tuple[ScoreEntry, ...]
+    assertions: tuple[AssertionResultRow, ...]
+
+
+def scoring_history(engine: Engine, trial_id: int) -> list[Scoring]:
+    """Every scoring a trial has had, oldest first."""
+    with Session(engine) as session:
+        scores = session.execute(
+            select(TrialScore).where(TrialScore.trial_id == trial_id).order_by(TrialScore.id)
+        ).scalars().all()
+        results = session.execute(
+            select(AssertionResult).where(AssertionResult.trial_id == trial_id).order_by(AssertionResult.id)
+        ).scalars().all()
+        order: dict[str, tuple[int, datetime]] = {}
+        by_batch_scores: dict[str, list[ScoreEntry]] = {}
+        by_batch_results: dict[str, list[AssertionResultRow]] = {}
+        for s in scores:
+            order.setdefault(s.batch, (s.id, s.created_at))
+            by_batch_scores.setdefault(s.batch, []).append(ScoreEntry(
+                s.scorer_name, s.scorer_version, s.score, bool(s.perfect), json.loads(s.per_category)))
+        for a in results:
+            order.setdefault(a.batch, (10**12 + a.id, a.created_at))
+            by_batch_results.setdefault(a.batch, []).append(AssertionResultRow(
+                a.assertion_id, a.assertion_version, a.category, a.weight, bool(a.passed), a.detail))
+    batches = sorted(order, key=lambda b: (order[b][1], order[b][0]))
+    return [
+        Scoring(b, order[b][1], tuple(by_batch_scores.get(b, ())), tuple(by_batch_results.get(b, ())))
+        for b in batches
+    ]
+
+
+@dataclass(frozen=True)
+class AssertionDefRow:
+    assertion_id: str
+    version: int
+    sha256: str
+    category: str
+    weight: float
+    name: str
+    definition: dict[str, Any]
+
+
+def assertion_defs(engine: Engine, assertion_ids: list[str]) -> list[AssertionDefRow]:
+    """Every stored version of these assertions, in the order they were first recorded."""
+    if not assertion_ids:
+        return []
+    query = select(AssertionDef).where(AssertionDef.assertion_id.in_(assertion_ids)).order_by(AssertionDef.id)
+    with Session(engine) as session:
+        return [
+            AssertionDefRow(d.assertion_id, d.version, d.sha256, d.category, d.weight, d.name,
+                            json.loads(d.definition))
+            for d in session.execute(query).scalars()
+        ]
+
+
+@dataclass(frozen=True)
+class EventRow:
+    event: str
+    at: datetime
+    detail: str | None
+
+
+def run_events(engine: Engine, run_id: int) -> list[EventRow]:
+    query = select(RunEvent.event, RunEvent.at, RunEvent.detail).where(RunEvent.run_id == run_id).order_by(RunEvent.id)
+    with Session(engine) as session:
+        return [EventRow(*row) for row in session.execute(query)]
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    metric: str
+    value: float | None
+    group_key: str
+    scorer_version: int
+
+
+def trial_metrics(engine: Engine, trial_id: int) -> list[MetricRow]:
+    query = (select(MetricValue.metric, MetricValue.value, MetricValue.group_key, MetricValue.scorer_version)
+             .where(MetricValue.trial_id == trial_id).order_by(MetricValue.id))
+    with Session(engine) as session:
+        return [MetricRow(*row) for row in session.execute(query)]

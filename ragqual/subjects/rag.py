@@ -1,0 +1,165 @@
+"""The RAG generation subject: each golden answered in oracle, e2e and no-retrieval modes.
+
+oracle       the golden's own documents injected verbatim (perfect retrieval by construction)
+e2e          what the reference retrieval pipeline returns (multi-turn: after a query rewrite)
+noretrieval  no context at all (the model's parametric baseline)
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ragqual.adapters.llm import ChatRequest, ChatResponse
+from ragqual.core import answer_metrics
+from ragqual.core.corpus import Document
+from ragqual.core.goldens import Golden
+from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes
+from ragqual.engine.cases import Case
+from ragqual.engine.services import TrialServices
+from ragqual.engine.subject import Subject, SubjectResult, Telemetry, Variant, rendered_messages, reply_text
+from ragqual.errors import InputError
+from ragqual.pipeline import prompt
+from ragqual.pipeline.retrieval import RetrievalConfig, Retriever
+from ragqual.subjects.rag_checks import NoRetrievalNarration, NoThinkTags, RefusalBehaviour
+
+MODES = ("oracle", "e2e", "noretrieval")
+DEFAULT_OPTIONS = {"temperature": 0, "seed": 42}
+_NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
+
+
+def _uid(*parts: str) -> str:
+    return str(uuid.uuid5(_NS, "\x1f".join(parts)))
+
+
+def golden_case(golden: Golden) -> Case:
+    """A golden as an engine case; ids are derived from the golden id so they never drift."""
+    checks: list[Assertion] = []
+    for pattern in golden.must_include:
+        checks.append(Assertion(_uid(golden.id, "include", pattern), 1, f"includes /{pattern}/",
+                                RegexIncludes(pattern), category="correctness"))
+    for pattern in golden.must_not_include:
+        checks.append(Assertion(_uid(golden.id, "exclude", pattern), 1, f"excludes /{pattern}/",
+                                RegexExcludes(pattern), category="correctness"))
+    checks.append(Assertion(_uid(golden.id, "refusal"), 1, "declines only out-of-corpus questions",
+                            RefusalBehaviour(golden.expect_refusal), category="refusal"))
+    checks.append(Assertion(_uid(golden.id, "leakage"), 1, "does not narrate retrieval",
+                            NoRetrievalNarration(), category="leakage", weight=0))
+    checks.append(Assertion(_uid(golden.id, "think"), 1, "no reasoning tags", NoThinkTags(),
+                            category="think-tags", weight=0))
+    return Case(id=_uid(golden.id), slug=golden.id, input=golden.to_json_dict(), assertions=tuple(checks),
+                source=golden.source, tags=golden.tags, meta={"goldenId": golden.id})
+
+
+def _add(a: int | float | None, b: int | float | None) -> Any:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def _telemetry(responses: Sequence[ChatResponse]) -> Telemetry:
+    total = Telemetry(None, None, None, None, None)
+    for r in responses:
+        total = Telemetry(_add(total.prompt_tokens, r.prompt_tokens), _add(total.completion_tokens, r.completion_tokens),
+                          _add(total.latency_ms, r.latency_ms), _add(total.load_ms, r.load_ms), _add(total.cost, r.cost))
+    return total
+
+
+class RagSubject(Subject):
+    name = "rag"
+    system_prompt = prompt.RAG_SYSTEM_PROMPT
+    modes = MODES
+    run_kind = "generation"
+
+    def __init__(self, goldens: Sequence[Golden], documents: Sequence[Document],
+                 retriever: Callable[[], Retriever] | None = None,
+                 retrieval_config: RetrievalConfig | None = None, options: dict[str, Any] | None = None,
+                 provenance: dict[str, Any] | None = None):
+        self.goldens = {_uid(g.id): g for g in goldens}
+        self.texts = {d.doc_id: d.text for d in documents}
+        self._retriever_factory = retriever
+        self._retriever: Retriever | None = None
+        self.retrieval_config = retrieval_config or RetrievalConfig()
+        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+        self._provenance = provenance or {}
+
+    def cases(self) -> list[Case]:
+        return [golden_case(g) for g in self.goldens.values()]
+
+    def provider_options(self, variant: Variant) -> dict[str, Any]:
+        return {**self.options, **variant.options}
+
+    def provenance_extras(self) -> dict[str, Any]:
+        return dict(self._provenance)
+
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            if self._retriever_factory is None:
+                raise InputError("e2e mode needs the retrieval pipeline, and none was configured")
+            self._retriever = self._retriever_factory()
+        return self._retriever
+
+    def golden(self, case: Case) -> Golden:
+        return self.goldens[case.id]
+
+    def _passages(self, golden: Golden, mode: str, query: str) -> tuple[list[str], list[str]]:
+        """(passages, chunk or document ids) for a mode."""
+        if mode == "oracle":
+            return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids)
+        if mode == "e2e":
+            found = self.retriever().retrieve(query, self.retrieval_config)
+            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context]
+        if mode == "noretrieval":
+            return [], []
+        raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+
+    def run_one(self, case: Case, variant: Variant, mode: str, repeat_index: int,
+                services: TrialServices) -> SubjectResult:
+        golden = self.golden(case)
+        options = self.provider_options(variant)
+        responses: list[ChatResponse] = []
+        query, rewrite = golden.query, None
+        if mode == "e2e" and golden.turns:
+            response, _, _ = services.call(variant, prompt.rewrite_request(golden, options), repeat_index)
+            responses.append(response)
+            rewrite = response.text.strip() or golden.query
+            query = rewrite
+        passages, ids = self._passages(golden, mode, query)
+        request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
+        response, key, hit = services.call(variant, request, repeat_index)
+        responses.append(response)
+        raw = {"message": {"role": "assistant", "content": response.text}, "backend": response.raw,
+               "retrievalQuery": query, "rewrite": rewrite, "injected": ids}
+        return SubjectResult(
+            output=response.text, raw=raw, telemetry=_telemetry(responses),
+            rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
+            cache_key=key, cache_hit=hit, system_prompt=request.system,
+        )
+
+    def parse(self, raw: Any) -> Any:
+        return reply_text(raw)
+
+    def mock_reply(self, request: ChatRequest) -> str:
+        return prompt.mock_reply(request)
+
+    def extra_metrics(self, case: Case, mode: str, output: Any, result: SubjectResult) -> dict[str, float | None]:
+        return answer_scores(self.golden(case), str(output or ""), result.context or "")
+
+
+def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float | None]:
+    """The deterministic generation metrics of one answer (no judge model)."""
+    try:
+        correct = answer_metrics.correctness(answer, golden.must_include, golden.must_not_include)
+    except Exception:  # noqa: BLE001 - a regex timeout scores as incorrect, never a crash
+        correct = False
+    if golden.expect_refusal:
+        correct = answer_metrics.is_refusal(answer)
+    grounded = answer_metrics.groundedness(answer, context)
+    return {
+        "correctness": float(correct),
+        "refusalCorrectness": float(answer_metrics.refusal_correct(answer, golden.expect_refusal)),
+        "leakage": float(answer_metrics.leaks_retrieval(answer)),
+        "groundedness": grounded,
+        "thinkTagLeak": float(answer_metrics.has_think_tags(answer)),
+    }

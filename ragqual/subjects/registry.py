@@ -1,0 +1,57 @@
+"""Which subjects `ragqual run --subject NAME` knows: the built-ins and installed plug-ins.
+
+A built-in is one line in BUILTIN ("name": "module:factory"), imported only when asked for.
+Another installed package can add a subject without touching ragqual by declaring an entry
+point in the `ragqual.subjects` group whose object is a Subject class or a no-argument factory:
+
+    [project.entry-points."ragqual.subjects"]
+    tickets = "my_package.tickets:TicketSubject"
+
+A built-in name wins over an entry point of the same name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from ragqual.engine.subject import Subject
+from ragqual.errors import InputError
+
+ENTRY_POINT_GROUP = "ragqual.subjects"
+
+BUILTIN: dict[str, str] = {
+    "sentiment": "ragqual.subjects.sentiment.subject:SentimentSubject",
+    # "generation": "ragqual.subjects.generation.subject:GenerationSubject",
+}
+
+Factory = Callable[[], Subject]
+
+
+def _import(target: str) -> Factory:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def _plugins() -> dict[str, object]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in BUILTIN}
+
+
+def subject_names() -> list[str]:
+    return sorted({*BUILTIN, *_plugins()})
+
+
+def get_subject(name: str) -> Subject:
+    """A fresh subject by name; an unknown name lists the valid ones."""
+    if name in BUILTIN:
+        factory = _import(BUILTIN[name])
+    else:
+        plugin = _plugins().get(name)
+        if plugin is None:
+            raise InputError(f"unknown subject {name!r}: valid subjects are {', '.join(subject_names())}")
+        factory = plugin.load()  # type: ignore[attr-defined]
+    subject = factory()
+    if not isinstance(subject, Subject):
+        raise InputError(f"subject {name!r} does not build a ragqual Subject (got {type(subject).__name__})")
+    return subject

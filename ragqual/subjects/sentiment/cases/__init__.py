@@ -1,0 +1,1 @@
+"""The sentiment cases: every public module here with a CASES list is discovered automatically."""
