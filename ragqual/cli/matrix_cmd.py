@@ -1,0 +1,60 @@
+"""`ragqual matrix`: the capability table — models down, metrics per mode across, with the mock line."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ragqual.cli.context import AppContext
+from ragqual.cli.corpus_options import corpus_options, load_corpus_context
+from ragqual.cli.generation_cmd import pick_goldens, run_generation, sampling_options
+from ragqual.pipeline.retrieval import RetrievalConfig
+from ragqual.store.generation_reads import ModeLine
+from ragqual.subjects.rag import MODES
+
+
+def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
+    """Rows = models; for each mode: correctness, refusal correctness and pass rate."""
+    by: dict[str, dict[str, ModeLine]] = {}
+    for ln in lines:
+        by.setdefault(ln.variant, {})[ln.mode] = ln
+    head = ["model"] + [f"{m} {k}" for m in modes for k in ("correct", "refusal", "pass")]
+    rows = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
+    for model, per_mode in by.items():
+        cells = [model]
+        for mode in modes:
+            ln = per_mode.get(mode)
+            cells += ["–"] * 3 if ln is None else [_f(ln.correctness), _f(ln.refusal), _f(ln.pass_rate)]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _f(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+@click.command("matrix")
+@corpus_options
+@click.option("--models", required=True, metavar="A,B,C", help="Comma-separated model URIs (mock is always added).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
+@click.option("--all-modes", is_flag=True, help="All three modes (default: e2e only).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--ollama-host", default=None, metavar="URL")
+@click.option("--num-predict", type=int, default=None, help="Maximum answer tokens.")
+@click.pass_obj
+def matrix_cmd(app: AppContext, corpus_opts, models, limit, all_modes, repeats, ollama_host, num_predict) -> None:
+    """Capability table of several models: the artefact to look up when someone reports a bad answer."""
+    uris = [m.strip() for m in models.split(",") if m.strip()]
+    modes = list(MODES) if all_modes else ["e2e"]
+    with load_corpus_context(app, corpus_opts) as corpus:
+        goldens = pick_goldens(corpus, (), (), None, limit)
+        result = run_generation(app, corpus, goldens, models=uris, modes=modes, repeats=repeats,
+                                config=RetrievalConfig(), options=sampling_options(0.0, 42, None, num_predict),
+                                ollama_host=ollama_host)
+    if app.as_json:
+        click.echo(json.dumps({"run_id": result.run_id, "lines": [ln.__dict__ for ln in result.lines]}, indent=2))
+        return
+    click.echo(capability_table(result.lines, modes))
+    click.echo(f"\nrun {result.run_id}; a user's model scoring near its row is at its ceiling, well below it is worth "
+               "investigating (their config or our code)")
