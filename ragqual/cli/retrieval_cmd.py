@@ -101,7 +101,7 @@ def _delta(value: float | None, base: float | None) -> float | None:
     return round(value - base, 4)
 
 
-def export_trec(directory: Path, goldens: Sequence[Golden], results: dict[str, TierResult]) -> list[Path]:
+def write_trec_files(directory: Path, goldens: Sequence[Golden], results: dict[str, TierResult]) -> list[Path]:
     """Goldens as qrels and each strategy's document ranking as a TREC run (score = 1 / rank)."""
     directory.mkdir(parents=True, exist_ok=True)
     qrels = {g.id: dict(g.grades) for g in goldens if not g.expect_refusal}
@@ -157,7 +157,7 @@ def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, t
             paths = write_report(outcome.report, app.settings.results_dir / "reports", f"retrieval-run{outcome.run_id}")
             click.echo(f"report: {paths[0]} and {paths[1]}", err=True)
         if export_trec is not None:
-            for path in export_trec(export_trec, goldens, outcome.results):
+            for path in write_trec_files(export_trec, goldens, outcome.results):
                 click.echo(f"wrote {path}", err=True)
 
 

@@ -26,7 +26,7 @@ Replace pronouns with what they refer to in the conversation. Reply with the que
 CONTEXT_OPEN = "<<<CONTEXT"
 CONTEXT_CLOSE = "CONTEXT>>>"
 QUESTION_LABEL = "Question:"
-MOCK_DECLINE = "I don't know: the provided information does not cover this."
+MOCK_DECLINE = "I don't know. I couldn't find an answer to that."
 
 
 def context_block(passages: Sequence[str]) -> str:

@@ -1,0 +1,34 @@
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ragqual.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> Path:
+    """One embedding/response cache for the session, so the corpus is embedded once."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, shared_cache):
+    """A project folder holding a copy of the bundled corpus and goldens, as a user would have."""
+    root = tmp_path_factory.mktemp("project")
+    shutil.copytree(REPO / "corpus", root / "corpus")
+    shutil.copytree(REPO / "goldens", root / "goldens")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
+            mp.delenv(var, raising=False)
+        mp.setenv("RAGQUAL_CACHE_DIR", str(shared_cache))
+        mp.setenv("RAGQUAL_QDRANT_WAIT", "5")
+        yield root
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)

@@ -1,0 +1,66 @@
+import json
+import sqlite3
+
+from tests.cli.conftest import invoke
+
+
+def _db(root):
+    return sqlite3.connect(root / "eval-results" / "eval.db")
+
+
+def test_mock_all_modes_runs_end_to_end_and_appends_rows(workdir):
+    result = invoke("generation", "--model", "mock", "--all-modes", "--limit", "6", "--repeats", "2")
+    assert result.exit_code == 0, result.output
+    for mode in ("oracle", "e2e", "noretrieval"):
+        assert f"| mock | {mode} |" in result.output
+    db = _db(workdir)
+    run_id = db.execute("SELECT MAX(run_id) FROM v_run_status WHERE kind='generation'").fetchone()[0]
+    assert db.execute("SELECT status FROM v_run_status WHERE run_id=?", (run_id,)).fetchone()[0] == "finished"
+    assert db.execute("SELECT COUNT(*) FROM trials WHERE run_id=?", (run_id,)).fetchone()[0] == 6 * 3 * 2
+    # oracle injects the golden's documents verbatim: the mock (an extractive reader) passes every answerable one
+    oracle = db.execute("SELECT AVG(mv.value) FROM metric_values mv JOIN trials t ON t.id = mv.trial_id "
+                        "WHERE mv.run_id=? AND t.mode='oracle' AND mv.metric='correctness'", (run_id,)).fetchone()[0]
+    assert oracle == 1.0
+    noretrieval = db.execute("SELECT AVG(mv.value) FROM metric_values mv JOIN trials t ON t.id = mv.trial_id "
+                             "WHERE mv.run_id=? AND t.mode='noretrieval' AND mv.metric='refusalCorrectness'", (run_id,)).fetchone()[0]
+    assert noretrieval < 1.0  # declining answerable questions is wrong
+    row = db.execute("SELECT cache_key, rendered_prompt, context, system_prompt_id FROM trials WHERE run_id=? AND mode='e2e' LIMIT 1", (run_id,)).fetchone()
+    assert len(row[0]) == 64 and "<<<CONTEXT" in row[1] and row[2] and row[3] is not None
+
+
+def test_rerun_is_all_cache_hits_and_replay_makes_no_call(workdir):
+    args = ("generation", "--model", "mock", "--mode", "e2e", "--limit", "4", "--repeats", "1")
+    first = json.loads(invoke("--json", *args).stdout)
+    again = json.loads(invoke("--json", *args).stdout)
+    assert first["trials"] == 4
+    assert again["model_calls"] == 0 and again["cache_hits"] == 4
+    replay = json.loads(invoke("--json", "--cache", "replay", *args).stdout)
+    assert replay["model_calls"] == 0 and replay["cache_hits"] == again["cache_hits"]
+    hits = _db(workdir).execute("SELECT COUNT(*) FROM trials WHERE run_id=? AND cache_hit", (replay["run_id"],)).fetchone()[0]
+    assert hits == 4
+
+
+def test_replay_miss_fails_clearly(workdir):
+    from click.testing import CliRunner
+
+    from ragqual.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["--cache", "replay", "generation", "--model", "mock", "--mode", "oracle",
+                                      "--limit", "2", "--repeats", "1", "--seed", "999"])
+    assert result.exit_code != 0
+    assert "replay" in str(result.exception)
+
+
+def test_unknown_model_lists_valid_ones(workdir):
+    from click.testing import CliRunner
+
+    from ragqual.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["generation", "--model", "gpt:x", "--limit", "1"])
+    assert result.exit_code != 0 and "ollama" in str(result.exception)
+
+
+def test_matrix_shows_each_model_row(workdir):
+    result = invoke("matrix", "--models", "mock", "--limit", "3", "--all-modes")
+    assert result.exit_code == 0, result.output
+    assert "| mock |" in result.output and "oracle correct" in result.output
