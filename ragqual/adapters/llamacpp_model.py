@@ -13,10 +13,15 @@ through it; a base model without one gets a plain-text transcript (the system te
 `User: ...` / `Assistant: ...` turns, ending with `Assistant:`) and stop sequences that end its
 turn. `raw["prompt_format"]` records which one answered.
 
+`raw` is llama.cpp's own completion object plus `prompt_format`, `n_ctx`, `n_threads`,
+`ignored_options`, llama.cpp's `timings` for the call, and the reply as `message.content`
+(the shape subjects read stored answers from).
+
 Determinism: temperature 0 and seed 42 unless the request says otherwise, and the context is
 reset before each generation. Without the reset llama.cpp reuses the matching prefix of the
 previous prompt, evaluates the rest in a different batch, and greedy decoding can then pick
-a different token: the same request could get two answers in one run.
+a different token: the same request could get two answers in one run. Since no prefix is
+ever reused, a sliding-window model keeps only the window in its cache (`swa_full=False`).
 
 The model loads on first use with `num_ctx` from the request options (default 2048) and
 reloads if a later request asks for another context size. `n_threads` defaults to the cores
@@ -126,6 +131,8 @@ def _import_extra(module: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         raise InputError(f"the llamacpp backend needs the '{module}' package: {INSTALL_HINT}") from None
+    except OSError as err:  # installed, but its native library does not load
+        raise InputError(f"could not load '{module}' ({err}): reinstall it with {INSTALL_HINT}") from None
 
 
 def packaged_model(package: ModuleType, directory: Path) -> Path:
@@ -137,9 +144,9 @@ def packaged_model(package: ModuleType, directory: Path) -> Path:
     target = directory / package.MODEL_NAME
     if target.is_file() and file_sha256(target, directory) == package.EXPECTED_SHA256:
         return target
-    directory.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.part")
     try:
+        directory.mkdir(parents=True, exist_ok=True)
         package.assemble(output_path=partial, overwrite=True)  # checks the sha256 itself
         os.replace(partial, target)
     except (OSError, ValueError) as err:
@@ -292,7 +299,7 @@ class LlamaCppChatModel:
         started = time.perf_counter()
         try:
             self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads,
-                                        n_threads_batch=self.n_threads,
+                                        n_threads_batch=self.n_threads, swa_full=False,
                                         seed=DEFAULT_OPTIONS["seed"], verbose=False)
         except ValueError as err:
             raise InputError(f"llama.cpp could not load '{path}' ({err}): is it a GGUF model file?") from None
@@ -334,12 +341,18 @@ class LlamaCppChatModel:
         choice = (output.get("choices") or [{}])[0]
         text = choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content")
         usage = output.get("usage") or {}
-        raw = json.loads(json.dumps({**output, "timings": timings}, default=str))
+        text = text or ""
+        raw = json.loads(json.dumps({**output, "timings": timings, "message": _message(text)}, default=str))
         return ChatResponse(
-            text=text or "", raw=raw, prompt_tokens=usage.get("prompt_tokens"),
+            text=text, raw=raw, prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"), latency_ms=latency_ms,
             load_ms=load_ms, cost=0.0,
         )
+
+
+def _message(text: str) -> dict[str, str]:
+    """The reply again in Ollama's shape, which subjects read back from stored raw responses."""
+    return {"role": "assistant", "content": text}
 
 
 def _grammar(fmt: str | dict[str, Any] | None) -> Any:

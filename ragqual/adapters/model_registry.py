@@ -9,8 +9,7 @@
                       OpenAIChatModel: any OpenAI-compatible server, e.g.
                       openai:http://127.0.0.1:8080/v1#gemma
 
-A new backend (`llamacpp:<path>`, `openai:<model>`...) is one builder function and one entry
-in BUILDERS; the trial loop never changes.
+A new backend is one builder function and one entry in BUILDERS; the trial loop never changes.
 """
 
 from __future__ import annotations

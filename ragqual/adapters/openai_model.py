@@ -13,6 +13,9 @@ The API key comes from `$RAGQUAL_OPENAI_API_KEY`, else `$OPENAI_API_KEY`, sent a
 when set. `name` is the whole `<base-url>#<model>`, so two servers that both call a model "gemma"
 never share cached answers.
 
+`raw` is the server's JSON body plus the reply as a top-level `message.content` (the shape
+subjects read stored answers from) and `ignored_options` when some were not sent.
+
 digest() is None: `/models` lists ids and owners (and, for some servers, a creation time that
 changes at every restart), nothing derived from the weights. Cached answers are therefore keyed
 by URL and model name; clear the cache when the weights behind a name change.
@@ -204,8 +207,9 @@ class OpenAIChatModel:
             raise ModelCallFailed(
                 f"malformed response from {self.base_url}: {type(err).__name__} {_one_line(str(err))}; "
                 f"body starts {_one_line(response.text, 120)!r}", reason="malformed") from None
+        raw = {**raw, "message": {"role": "assistant", "content": text}}
         if ignored:
-            raw = {**raw, "ignored_options": ignored}
+            raw["ignored_options"] = ignored
         return ChatResponse(text=text, raw=raw, prompt_tokens=usage.get("prompt_tokens"),
                             completion_tokens=usage.get("completion_tokens"),
                             latency_ms=latency_ms, load_ms=None, cost=None)
