@@ -11,13 +11,24 @@ import click
 from ragqual.cli.context import AppContext
 from ragqual.cli.run_cmd import print_summary, summary_dict
 from ragqual.engine.aggregate import summarise_run
-from ragqual.engine.rescore import load_assertion_overrides, predicate_registry, rescore
+from ragqual.engine.rescore import StoredSubject, load_assertion_overrides, predicate_registry, rescore
 from ragqual.engine.scorers import SCORERS, get_scorer
-from ragqual.subjects.registry import get_subject
+from ragqual.engine.subject import Subject
+from ragqual.subjects import registry
 
 
 def _mean(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _subject(name: str) -> Subject:
+    """The installed subject, else one rebuilt from the run's stored case definitions."""
+    if registry.is_known(name):
+        return registry.get_subject(name)
+    registry.load_check_kinds()
+    click.echo(f"subject {name!r} is not in the registry here: each trial is rescored against its "
+               "stored case definition", err=True)
+    return StoredSubject(name)
 
 
 @click.command("rescore")
@@ -30,11 +41,12 @@ def _mean(value: float | None) -> str:
 def rescore_cmd(app: AppContext, run_id: int, scorer_name: str | None, assertions_from: Path | None) -> None:
     """Re-score RUN_ID from its stored raw outputs; appends new rows, keeps the old ones.
 
-    No model is called. Without --assertions-from the subject's current assertions are used.
+    No model is called. Without --assertions-from the subject's current assertions are used (for a
+    subject not in the registry, such as the RAG subject, the assertions stored with each trial).
     """
     store = app.store()
     info = store.get_run(run_id)
-    subject = get_subject(info.subject or "")
+    subject = _subject(info.subject or "")
     overrides = None
     if assertions_from is not None:
         overrides = load_assertion_overrides(assertions_from, predicate_registry(subject.cases()))

@@ -306,6 +306,22 @@ DECLARATIVE: dict[str, type] = {
 }
 
 
+def register_check(cls: type) -> type:
+    """Make a subject's own declarative check rebuildable from its spec (usable as a decorator).
+
+    The class needs a unique `kind`, `evaluate(output, ctx)` and `spec()` whose keys, minus
+    "kind", are its constructor's keyword arguments.
+    """
+    kind = getattr(cls, "kind", None)
+    if not isinstance(kind, str) or not kind:
+        raise InputError(f"{cls.__name__} needs a string `kind` to be registered as a check")
+    known = DECLARATIVE.get(kind)
+    if known is not None and known is not cls:
+        raise InputError(f"check kind {kind!r} is already taken by {known.__name__}")
+    DECLARATIVE[kind] = cls
+    return cls
+
+
 def check_from_spec(spec: Mapping[str, Any], predicates: Mapping[str, Callable[..., Any]] | None = None) -> Check:
     """Rebuild a check from its spec; predicates come from `predicates` (code sha256 -> function)."""
     if not isinstance(spec, Mapping) or "kind" not in spec:

@@ -20,7 +20,7 @@ from typing import Any
 from ragqual.engine.assertions import Assertion, Predicate, TrialContext, assertion_from_spec
 from ragqual.engine.cases import Case
 from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
-from ragqual.engine.subject import Subject
+from ragqual.engine.subject import Subject, reply_text
 from ragqual.errors import InputError, Issue, ValidationFailed
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import StoredTrial, run_figures, run_trials
@@ -39,6 +39,22 @@ class RescoreSummary:
     mean_after: float | None
     skipped: tuple[str, ...]  # one line per trial that could not be rescored, and why
     unmatched_overrides: tuple[str, ...]  # case ids in the overrides file that the run lacks
+
+
+class StoredSubject(Subject):
+    """A run's subject rebuilt from the history alone, for subjects that are not installed here
+    or need arguments to build (the RAG subject needs its corpus): it has no current cases, so
+    every trial is checked against its stored case definition, and its raw responses are read
+    as chat replies."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def cases(self) -> list[Case]:
+        return []
+
+    def parse(self, raw: Any) -> Any:
+        return reply_text(raw)
 
 
 def predicate_registry(cases: Sequence[Case]) -> dict[str, Callable[..., Any]]:

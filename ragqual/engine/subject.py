@@ -135,7 +135,11 @@ class Subject:
         )
 
     def parse(self, raw: Any) -> Any:
-        """Rebuild the output from a stored raw response (used again, offline, by rescore)."""
+        """Rebuild the output from a stored raw response (used again, offline, by rescore).
+
+        It must accept any text a model may produce: return an output the assertions fail on
+        (a None label, say) rather than raising, since an exception here stops the run.
+        """
         raise NotImplementedError(f"subject {self.name!r} must define parse()")
 
     def mock_reply(self, request: ChatRequest) -> str:

@@ -23,8 +23,11 @@ ENTRY_POINT_GROUP = "ragqual.subjects"
 
 BUILTIN: dict[str, str] = {
     "sentiment": "ragqual.subjects.sentiment.subject:SentimentSubject",
-    # "generation": "ragqual.subjects.generation.subject:GenerationSubject",
 }
+
+# Modules that register subject-specific check kinds (`register_check`), imported before a run
+# is rescored from its stored definitions, so that their specs can be rebuilt.
+CHECK_MODULES: tuple[str, ...] = ("ragqual.subjects.rag_checks",)
 
 Factory = Callable[[], Subject]
 
@@ -40,6 +43,19 @@ def _plugins() -> dict[str, object]:
 
 def subject_names() -> list[str]:
     return sorted({*BUILTIN, *_plugins()})
+
+
+def is_known(name: str) -> bool:
+    return name in BUILTIN or name in _plugins()
+
+
+def load_check_kinds() -> None:
+    """Import every module that registers check kinds (a missing one is skipped)."""
+    for module in CHECK_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError:
+            continue
 
 
 def get_subject(name: str) -> Subject:
