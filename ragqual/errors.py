@@ -8,6 +8,7 @@
     ├── GateFailed               1  a regression or a quality gate failed
     ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
     └── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
+        └── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
 """
 
 from __future__ import annotations
@@ -70,3 +71,12 @@ class LeakDetected(RagqualError):
 
 class ServiceUnavailable(RagqualError):
     exit_code = EXIT_SERVICE
+
+
+class ModelCallFailed(ServiceUnavailable):
+    """One model call failed for good (after its retries); the message is meant for that trial."""
+
+    def __init__(self, message: str, *, reason: str = "failed", attempts: int = 1):
+        super().__init__(message)
+        self.reason = reason  # "timeout" | "server_error" | "rejected" | "malformed"
+        self.attempts = attempts

@@ -46,7 +46,7 @@ from types import ModuleType
 from typing import Any
 
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
-from ragqual.adapters.ollama_chat import ModelCallFailed
+from ragqual.errors import ModelCallFailed
 from ragqual.core.hashing import sha256_hex
 from ragqual.errors import InputError
 

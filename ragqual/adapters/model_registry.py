@@ -10,16 +10,24 @@
                       openai:http://127.0.0.1:8080/v1#gemma
 
 A new backend is one builder function and one entry in BUILDERS; the trial loop never changes.
+
+How long one model call may take before it counts as timed out (and is retried) comes from the
+caller, else the environment variable RAGQUAL_MODEL_TIMEOUT (seconds), else 120 s.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ragqual.adapters.llm import ChatModel, ChatRequest
 from ragqual.errors import InputError
+
+TIMEOUT_ENV = "RAGQUAL_MODEL_TIMEOUT"
+DEFAULT_TIMEOUT = 120.0
 
 
 @dataclass(frozen=True)
@@ -83,17 +91,33 @@ def split_uri(uri: str) -> tuple[str, str]:
     return scheme, name
 
 
+def model_timeout(timeout: float | None = None) -> float:
+    """Seconds one model call may take: `timeout`, else RAGQUAL_MODEL_TIMEOUT, else 120."""
+    if timeout is not None:
+        return timeout
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InputError(f"{TIMEOUT_ENV} must be a number of seconds above 0, got {raw!r}")
+    return seconds
+
+
 def make_model(
     uri: str,
     *,
     mock_reply: Callable[[ChatRequest], str] | None = None,
     ollama_host: str | None = None,
-    timeout: float = 120.0,
+    timeout: float | None = None,
     retries: int = 2,
     **extra: Any,
 ) -> ChatModel:
-    """Build the chat model a URI names."""
+    """Build the chat model a URI names (`timeout` None: see `model_timeout`)."""
     scheme, name = split_uri(uri)
-    opts = ModelOptions(mock_reply=mock_reply, ollama_host=ollama_host, timeout=timeout,
+    opts = ModelOptions(mock_reply=mock_reply, ollama_host=ollama_host, timeout=model_timeout(timeout),
                         retries=retries, extra=extra or None)
     return BUILDERS[scheme](name, opts)

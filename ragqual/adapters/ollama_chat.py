@@ -29,7 +29,7 @@ import ollama
 import pydantic
 
 from ragqual.adapters.llm import ChatRequest, ChatResponse
-from ragqual.errors import InputError, ServiceUnavailable
+from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable  # noqa: F401 - ModelCallFailed re-exported
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
@@ -38,15 +38,6 @@ WARM_UP_NUM_PREDICT = 8
 _MAX_ERROR_TEXT = 300
 
 T = TypeVar("T")
-
-
-class ModelCallFailed(ServiceUnavailable):
-    """One model call failed for good (after its retries); the message is meant for that trial."""
-
-    def __init__(self, message: str, *, reason: str = "failed", attempts: int = 1):
-        super().__init__(message)
-        self.reason = reason  # "timeout" | "server_error" | "rejected" | "malformed"
-        self.attempts = attempts
 
 
 class _Malformed(Exception):

@@ -40,7 +40,7 @@ from typing import Any
 import httpx
 
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
-from ragqual.adapters.ollama_chat import ModelCallFailed
+from ragqual.errors import ModelCallFailed
 from ragqual.errors import InputError, ServiceUnavailable
 
 KEY_VARIABLES = ("RAGQUAL_OPENAI_API_KEY", "OPENAI_API_KEY")

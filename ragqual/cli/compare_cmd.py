@@ -5,12 +5,15 @@ matched by name and questions by id; a question unstable on either side (passed 
 repeats, failed in others) is left out and counted. For each metric over the questions present
 in both:
 
-* the flat gate: the metric regresses when its mean moves the wrong way by more than the
-  tolerance (a move of exactly the tolerance passes; a float slack of 1e-9 absorbs rounding);
+* the flat gate (by default on every metric of a variant/mode group and on the headline
+  metrics `RETRIEVAL_GATE` of a strategy group): a metric regresses when its mean moves the
+  wrong way by more than the tolerance (a move of exactly the tolerance passes; a float slack
+  of 1e-9 absorbs rounding);
 * paired statistics, for judging whether a move is noise: a bootstrap confidence interval of
   the mean difference (new - base), a sign-flip randomization p-value and win/tie/loss counts
   (a win is a move the better way). Each metric gets its own generator seeded from `--seed`
   and the group and metric names, so a result does not depend on which other metrics ran.
+  1000 resamples by default (as sacrebleu's paired bootstrap); `--resamples` raises it.
 
 Runs over different corpus fingerprints measured different things and are refused.
 """
@@ -33,7 +36,15 @@ from ragqual.cli.output import emit_document, format_option, output_format
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.stats import BootstrapCI, paired_bootstrap_ci, paired_randomization_test, win_tie_loss
 from ragqual.errors import GateFailed, InputError
-from ragqual.store.summaries import INFORMATIONAL, LOWER_IS_BETTER, Summary, load_baseline, summarise_run
+from ragqual.store.summaries import (
+    INFORMATIONAL,
+    LOWER_IS_BETTER,
+    RETRIEVAL_GATE,
+    GroupSummary,
+    Summary,
+    load_baseline,
+    summarise_run,
+)
 
 SLACK = 1e-9
 DEFAULT_TOLERANCE = 0.02
@@ -91,9 +102,17 @@ def metric_rng(seed: int, group: str, metric: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(f"{group}\0{metric}".encode())])
 
 
+def default_metrics(base: GroupSummary, new: GroupSummary, every: bool = False) -> list[str]:
+    """Metrics both groups hold, sizes left out; strategy groups only their headline unless `every`."""
+    shared = [m for m in base.metrics() if m in set(new.metrics()) and m not in INFORMATIONAL]
+    if every or base.trials or new.trials:
+        return shared
+    return [m for m in shared if m in RETRIEVAL_GATE]
+
+
 def compare_summaries(
     base: Summary, new: Summary, tolerance: float = DEFAULT_TOLERANCE, metrics: Sequence[str] = (),
-    seed: int = 0, resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0, resamples: int = DEFAULT_RESAMPLES, every_metric: bool = False,
 ) -> Comparison:
     if not (tolerance >= 0 and math.isfinite(tolerance)):
         raise InputError(f"--tolerance must be a non-negative number, got {tolerance!r}")
@@ -106,7 +125,7 @@ def compare_summaries(
         excluded = sorted(set(b.unstable) | set(n.unstable))
         if excluded:
             unstable[label] = excluded
-        wanted = list(metrics) or [m for m in b.metrics() if m in set(n.metrics()) and m not in INFORMATIONAL]
+        wanted = list(metrics) or default_metrics(b, n, every_metric)
         for metric in wanted:
             row = _compare_metric(label, metric, b.values(metric), n.values(metric), set(excluded),
                                   tolerance, seed, resamples, notes)
@@ -195,6 +214,17 @@ def comparison_header(comparison: Comparison) -> dict[str, Any]:
     }
 
 
+def _text_header(comparison: Comparison) -> dict[str, Any]:
+    def side(summary: Summary) -> str:
+        return f"{summary.source} (git {summary.header.get('git_sha') or '-'}, tier {summary.tier})"
+
+    counts = {label: len(ids) for label, ids in comparison.unstable.items()}
+    return {"base": side(comparison.base), "new": side(comparison.new),
+            "corpus": comparison.base.corpus_fingerprint or "-", "tolerance": comparison.tolerance,
+            "seed": comparison.seed, "resamples": comparison.resamples,
+            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"}
+
+
 def _verdict_line(comparison: Comparison) -> str:
     if comparison.regressions:
         return f"FAIL: {len(comparison.regressions)} metric(s) regressed beyond the tolerance {comparison.tolerance}"
@@ -207,7 +237,10 @@ def _verdict_line(comparison: Comparison) -> str:
 @click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
               help="Largest move the wrong way that still passes (absolute, in the metric's units).")
 @click.option("--metric", "metrics", multiple=True, metavar="M",
-              help="Compare only this metric (repeatable). Default: every metric both sides hold, sizes excepted.")
+              help="Compare only this metric (repeatable). Default: every metric of a variant/mode group and "
+                   "the headline metrics of a strategy group (recall@1/5, hit@5, mrr, ndcg@10, map@10, "
+                   "precision@5, contextRecall, nonEmptyRefusal).")
+@click.option("--all-metrics", "every_metric", is_flag=True, help="Compare every metric both sides hold (sizes excepted).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and randomization test.")
 @click.option("--resamples", type=click.IntRange(min=1), default=DEFAULT_RESAMPLES, show_default=True,
               help="Bootstrap resamples and random sign flips per metric.")
@@ -215,20 +248,17 @@ def _verdict_line(comparison: Comparison) -> str:
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
 @format_option()
 @click.pass_obj
-def compare_cmd(app: AppContext, base: str, new: str, tolerance: float, metrics: tuple[str, ...], seed: int,
-                resamples: int, scorer_name: str, scorer_version: int | None, fmt: str) -> None:
+def compare_cmd(app: AppContext, base: str, new: str, tolerance: float, metrics: tuple[str, ...],
+                every_metric: bool, seed: int, resamples: int, scorer_name: str, scorer_version: int | None, fmt: str) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression beyond the tolerance."""
     comparison = compare_summaries(
         load_side(app, base, scorer_name, scorer_version), load_side(app, new, scorer_name, scorer_version),
-        tolerance, metrics, seed, resamples,
+        tolerance, metrics, seed, resamples, every_metric,
     )
     fmt = output_format(fmt, app.as_json)
     title = f"compare: BASE {comparison.base.source} -> NEW {comparison.new.source}"
     notes = comparison.notes + ([] if fmt == "json" else [_verdict_line(comparison)])
-    header = comparison_header(comparison)
-    if fmt != "json":
-        header = {k: v for k, v in header.items() if k not in ("regressions", "passed", "unstable_excluded")}
-        header["unstable_excluded"] = {k: len(v) for k, v in comparison.unstable.items()} or "none"
+    header = comparison_header(comparison) if fmt == "json" else _text_header(comparison)
     emit_document(title, header, [("metrics", comparison_frame(comparison))], fmt, notes)
     if comparison.regressions:
         names = ", ".join(f"{r.group} {r.metric} ({r.diff:+.4f})" for r in comparison.regressions)

@@ -25,7 +25,7 @@ HEADLINES: dict[str, tuple[str, ...]] = {
     "generation": (SCORE, PASS, "correctness"),
     "subject": (SCORE, PASS),
 }
-DEFAULT_LIMIT = 50
+DEFAULT_LIMIT = 20
 PROVENANCE_COLUMNS = ["run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty",
                       "corpus_fingerprint"]
 
@@ -70,6 +70,7 @@ def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
     out["git_sha"] = out["git_sha"].map(lambda v: v[:10] if isinstance(v, str) else v)
     out["corpus_fingerprint"] = out["corpus_fingerprint"].map(lambda v: v[:12] if isinstance(v, str) else v)
     out["started_at"] = out["started_at"].map(lambda v: str(v)[:19])
+    out["git_dirty"] = out["git_dirty"].map(lambda v: None if v is None or pd.isna(v) else bool(v))
     return out.rename(columns={"corpus_fingerprint": "fingerprint", "git_dirty": "dirty"})
 
 

@@ -51,12 +51,13 @@ def build_report(
 ) -> Report:
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
-    header = run_header(info) | {"scorer": f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"}
+    header = run_header(info)
     title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
     if trials.empty:
         questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
         return Report(title, header, [("metrics", table)])
+    header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
     return _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
 
 
@@ -94,26 +95,19 @@ def _trial_report(
     if "tag" in keys:
         tags = case_tags_by_pk(engine, trials["case_pk"].unique().tolist())
         trials = _with_tags(trials, trials["case_pk"].map(lambda p: tags.get(p, ())))
-    rows = []
-    for key, positions in sorted(trials.groupby(keys, sort=False).indices.items()):
-        part = trials.iloc[positions]
-        rows.append(dict(zip(keys, _as_tuple(key))) | _group_figures(part, metric_names, flagged))
+    groups = _group_table(trials, keys, metric_names, flagged)
     notes = []
     unscored = int(trials.drop_duplicates("trial_id")["score"].isna().sum())
     if unscored:
         notes.append(f"{unscored} trial(s) have no score of this scorer and are left out of score and Pass%.")
-    return Report(title, header, [("groups", pd.DataFrame(rows)), ("unstable questions", unstable)], notes)
-
-
-def _as_tuple(key: Any) -> tuple:
-    return key if isinstance(key, tuple) else (key,)
+    return Report(title, header, [("groups", groups), ("unstable questions", unstable)], notes)
 
 
 def _with_metrics(trials: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     if metrics.empty or metrics["trial_id"].notna().sum() == 0:
         return trials
     linked = metrics[metrics["trial_id"].notna()].astype({"trial_id": "int64"})
-    wide = linked.pivot_table(index="trial_id", columns="metric", values="value", aggfunc="mean")
+    wide = linked.groupby(["trial_id", "metric"])["value"].mean().unstack("metric")
     wide.columns = [f"m:{c}" for c in wide.columns]
     return trials.merge(wide, left_on="trial_id", right_index=True, how="left")
 
@@ -134,31 +128,38 @@ def _unstable_slots(trials: pd.DataFrame) -> tuple[pd.DataFrame, set[tuple[str, 
     return pd.DataFrame(rows, columns=UNSTABLE_COLUMNS), flagged
 
 
-def _group_figures(part: pd.DataFrame, metric_names: list[str], flagged: set[tuple[str, str, str]]) -> dict[str, Any]:
-    scored = part[part["score"].notna()]
-    scores = scored["score"].to_numpy(dtype=float)
-    latencies = part["latency_ms"].dropna().astype(float).tolist()
-    costs = part["cost"].dropna()
-    return {
-        "trials": len(part),
-        "score": float(scores.mean()) if scores.size else None,
-        "score_var": float(scores.var()) if scores.size else None,  # population variance
-        "pass_pct": 100.0 * float(scored["perfect"].astype(bool).mean()) if scores.size else None,
-        **{m: _mean_or_none(part[f"m:{m}"]) for m in metric_names},
-        "unstable": len(set(part["slot"]) & flagged),
-        "errors": int(part["error"].notna().sum()),
-        "latency_p50_ms": percentile(latencies, 50) if latencies else None,
-        "latency_p95_ms": percentile(latencies, 95) if latencies else None,
-        "tokens_in": int(part["prompt_tokens"].fillna(0).sum()),
-        "tokens_out": int(part["completion_tokens"].fillna(0).sum()),
-        "cost": float(costs.astype(float).sum()) if len(costs) else None,
-        "cache_hit_pct": 100.0 * float(part["cache_hit"].astype(bool).mean()),
-    }
+def _group_table(
+    trials: pd.DataFrame, keys: list[str], metric_names: list[str], flagged: set[tuple[str, str, str]]
+) -> pd.DataFrame:
+    """One row per group: the figures listed in the module doc (NaN where nothing was recorded)."""
+    frame = trials.assign(
+        passed=trials["perfect"].map({True: 1.0, False: 0.0}).astype(float),
+        unstable_slot=[slot if slot in flagged else None for slot in trials["slot"]],
+        errored=trials["error"].notna(),
+        hit=trials["cache_hit"].astype(float),
+    )
+    g = frame.groupby(keys, sort=True)
+    table = pd.DataFrame({
+        "trials": g.size(),
+        "score": g["score"].mean(),
+        "score_var": g["score"].var(ddof=0),  # population variance, as core.scoring.case_aggregate
+        "pass_pct": 100.0 * g["passed"].mean(),
+        **{m: g[f"m:{m}"].mean() for m in metric_names},
+        "unstable": g["unstable_slot"].nunique(),
+        "errors": g["errored"].sum().astype(int),
+        "latency_p50_ms": g["latency_ms"].agg(lambda s: _percentile(s, 50)),
+        "latency_p95_ms": g["latency_ms"].agg(lambda s: _percentile(s, 95)),
+        "tokens_in": g["prompt_tokens"].sum().astype(int),
+        "tokens_out": g["completion_tokens"].sum().astype(int),
+        "cost": g["cost"].sum(min_count=1),
+        "cache_hit_pct": 100.0 * g["hit"].mean(),
+    })
+    return table.reset_index()
 
 
-def _mean_or_none(values: pd.Series) -> float | None:
-    present = values.dropna()
-    return float(present.astype(float).mean()) if len(present) else None
+def _percentile(values: pd.Series, p: float) -> float:
+    present = values.dropna().tolist()
+    return percentile(present, p) if present else float("nan")
 
 
 # -- the command -------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from ragqual.engine.cases import Case
 from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
-from ragqual.errors import InputError
+from ragqual.errors import InputError, ModelCallFailed
 from ragqual.store.records import TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import assertion_defs
@@ -259,10 +259,7 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
 
 
 def per_trial_failures() -> tuple[type[BaseException], ...]:
-    """Errors recorded against one trial instead of stopping the run (imported late: the ollama
-    client is slow to import and most commands never need it)."""
-    from ragqual.adapters.ollama_chat import ModelCallFailed
-
+    """Errors recorded against one trial instead of stopping the run."""
     return (ModelCallFailed,)
 
 

@@ -6,6 +6,7 @@ Qdrant (dense) and bm25s (lexical), and fusion is reciprocal rank fusion.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from pathlib import Path
@@ -139,6 +140,7 @@ class Retriever:
         self._batch_share_ms = 0.0
         self._qvecs: dict[str, np.ndarray] = {}
         self._dense_memo: dict[tuple[str, int], dict[str, float]] = {}
+        logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().level))  # bm25s logs each index build at DEBUG
         self.bm25 = bm25s.BM25()
         self.bm25.index(self._tokenize([c.text for c in chunks]), show_progress=False)
 

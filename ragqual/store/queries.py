@@ -83,7 +83,7 @@ def trial_rows(
         params["scorer_version"] = scorer_version
     sql = TRIALS_SQL.format(score_join=_newest_score_join(scorer_version))
     with engine.connect() as conn:
-        return [tuple(row) for row in conn.execute(text(sql), params)]
+        return [tuple(row) for row in conn.execute(text(sql), params).all()]
 
 
 def trial_frame(
@@ -108,7 +108,7 @@ def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) 
     if scorer_version is not None:
         params["scorer_version"] = scorer_version
     with engine.connect() as conn:
-        rows = [tuple(row) for row in conn.execute(text(sql), params)]
+        rows = [tuple(row) for row in conn.execute(text(sql), params).all()]
     newest: dict[str, int] = {}
     for row in rows:
         newest[row[3]] = max(newest.get(row[3], row[5]), row[5])
@@ -187,7 +187,7 @@ def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORE
     query = text(SCORE_MEANS_SQL).bindparams(bindparam("run_ids", expanding=True))
     with engine.connect() as conn:
         rows = conn.execute(query, {"run_ids": list(run_ids), "scorer_name": scorer_name}).all()
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=columns).astype({"score": float, "pass": float})  # PostgreSQL: numeric
 
 
 # One pass over the covering index (run_id, metric, scorer_version, group_key, value), in its
@@ -210,7 +210,7 @@ def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str])
     )
     with engine.connect() as conn:
         rows = conn.execute(query, {"run_ids": list(run_ids), "metrics": list(metrics)}).all()
-    frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"])
+    frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"]).astype({"mean": float})
     if frame.empty:
         return pd.DataFrame(columns=columns)
     newest = frame.groupby(["run_id", "metric"])["scorer_version"].transform("max")

@@ -45,6 +45,11 @@ LOWER_IS_BETTER = frozenset({"leakage", "thinkTagLeak", "nonEmptyRefusal", "cont
 # Sizes rather than qualities: shown, never gated unless asked for by name.
 INFORMATIONAL = frozenset({"contextChars"})
 NO_FINGERPRINT = "no-fingerprint"
+# What `ragqual compare` gates on by default for strategy groups (retrieval and sweep runs): the
+# headline of each family; the rest (hit@k beside recall@k, ndcg@5, rprec, ...) moves with these
+# and is compared when named or with --all-metrics. Trial groups gate on every metric they have.
+RETRIEVAL_GATE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextRecall",
+                  "nonEmptyRefusal")
 RETRIEVAL_ORDER = (
     "recall@1", "recall@3", "recall@5", "recall@10", "hit@1", "hit@3", "hit@5", "hit@10", "mrr",
     "ndcg@5", "ndcg@10", "map@10", "rprec", "precision@5", "contextRecall",
@@ -130,7 +135,8 @@ def summarise_run(
     groups = _trial_groups(trials, metrics)
     groups.update(_question_groups(metrics))
     variants = sorted({row[TRIAL_COLUMNS.index("variant")] for row in trials})
-    header = run_header(info) | {"variants": variants, "scorer": {"name": scorer_name, "version": scorer_version}}
+    header = run_header(info) | {"variants": variants, "scorer": {"name": scorer_name, "version": scorer_version},
+                                 "provenance": info.provenance}
     return Summary(f"run {info.id}", info.kind, tier_of(info.kind, info.subject, variants),
                    info.corpus_fingerprint, header, groups, info.id)
 

@@ -14,7 +14,7 @@ from typing import Any
 from ragqual.adapters.llm import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics
 from ragqual.core.corpus import Document
-from ragqual.core.goldens import Golden
+from ragqual.core.goldens import Golden, goldens_hash
 from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes
 from ragqual.engine.cases import Case
 from ragqual.engine.services import TrialServices
@@ -163,3 +163,19 @@ def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float 
         "groundedness": grounded,
         "thinkTagLeak": float(answer_metrics.has_think_tags(answer)),
     }
+
+
+def default_rag_subject() -> RagSubject:
+    """The RAG subject over the corpus and goldens of the current project (for `ragqual run --subject rag`).
+
+    Retrieval for e2e is built on first use, ingesting when the corpus fingerprint changed.
+    """
+    from ragqual.cli.context import AppContext
+    from ragqual.cli.corpus_options import CorpusOptions, load_corpus_context
+    from ragqual.cli.retrieval_cmd import build_retriever
+
+    app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
+    corpus = load_corpus_context(app, CorpusOptions())
+    return RagSubject(corpus.goldens, corpus.documents, retriever=lambda: build_retriever(corpus),
+                      provenance={"corpus_fingerprint": corpus.fingerprint,
+                                  "dataset_hash": goldens_hash(corpus.goldens)})

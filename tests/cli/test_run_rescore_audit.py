@@ -75,7 +75,7 @@ def test_run_json_and_case_selection(env, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "--subject", "nope"], "unknown subject 'nope': valid subjects are sentiment"),
+    (["run", "--subject", "nope"], "unknown subject 'nope': valid subjects are rag, sentiment"),
     (["run", "--subject", "sentiment", "--case-slugs", "pos-love-phone,zzz"], "unknown case slug(s) zzz"),
     (["run", "--subject", "sentiment", "--model", "gpt:4"], "valid models are mock, ollama:<model>"),
     (["run"], "--subject is required"),
