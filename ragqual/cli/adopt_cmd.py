@@ -103,7 +103,8 @@ def gather(app: AppContext, base: str, candidates: tuple[str, ...], source: str
 
 def verdict_frame(base_label: str, base: dict[str, float], candidates: dict[str, dict[str, float]],
                   verdict: Verdict) -> pd.DataFrame:
-    rows = [{"name": base_label, "role": "baseline", **{m: base.get(m) for m in PRIORITY}, "cleared": None, "reason": ""}]
+    rows = [{"name": base_label, "role": "baseline", **{m: base.get(m) for m in PRIORITY},
+             "cleared": None, "reason": ""}]
     for name, metrics in candidates.items():
         outcome = verdict.outcomes[name]
         rows.append({"name": name, "role": "candidate", **{m: metrics.get(m) for m in PRIORITY},
@@ -114,7 +115,8 @@ def verdict_frame(base_label: str, base: dict[str, float], candidates: dict[str,
 @click.command("adopt")
 @click.argument("base")
 @click.argument("candidates", nargs=-1, required=True)
-@click.option("--metric-source", "source", type=click.Choice(["auto", "run", "file"]), default="auto", show_default=True,
+@click.option("--metric-source", "source", type=click.Choice(["auto", "run", "file"]), default="auto",
+              show_default=True,
               help="Read the arguments as run ids, as baseline files, or decide by whether the path exists.")
 @format_option()
 @click.pass_obj

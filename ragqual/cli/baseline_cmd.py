@@ -28,7 +28,8 @@ def baseline_group() -> None:
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
               help="Baselines folder (default: <results>/baselines, i.e. eval-results/baselines).")
 @click.option("--tier", help="File name to use instead of the one derived from the run (kind, variants).")
-@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Scorer behind `score` and `pass`.")
+@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
+              help="Scorer behind `score` and `pass`.")
 @click.option("--scorer-version", type=int, help="Scorer version (default: each trial's newest).")
 @click.option("--allow-unfinished", is_flag=True, help="Promote a run whose last event is not `finished`.")
 @click.pass_obj

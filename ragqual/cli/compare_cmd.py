@@ -95,7 +95,9 @@ def check_comparable(base: Summary, new: Summary) -> None:
             "`ragqual baseline promote <run id>` on a run over the current corpus."
         )
     if base.kind != new.kind:
-        raise InputError(f"refusing to compare a {base.kind} summary ({base.source}) with a {new.kind} one ({new.source})")
+        raise InputError(
+            f"refusing to compare a {base.kind} summary ({base.source}) with a {new.kind} one ({new.source})"
+        )
 
 
 def metric_rng(seed: int, group: str, metric: str) -> np.random.Generator:
@@ -170,7 +172,9 @@ def _compare_metric(
     )
 
 
-def _statistics(base: list[float], new: list[float], rng: np.random.Generator, resamples: int) -> tuple[BootstrapCI, float]:
+def _statistics(
+    base: list[float], new: list[float], rng: np.random.Generator, resamples: int
+) -> tuple[BootstrapCI, float]:
     """Bootstrap interval and p-value; identical questions give (0, 0, 0) and 1 without resampling,
     which is exactly what resampling would return."""
     if base == new:
@@ -240,16 +244,19 @@ def _verdict_line(comparison: Comparison) -> str:
               help="Compare only this metric (repeatable). Default: every metric of a variant/mode group and "
                    "the headline metrics of a strategy group (recall@1/5, hit@5, mrr, ndcg@10, map@10, "
                    "precision@5, contextRecall, nonEmptyRefusal).")
-@click.option("--all-metrics", "every_metric", is_flag=True, help="Compare every metric both sides hold (sizes excepted).")
+@click.option("--all-metrics", "every_metric", is_flag=True,
+              help="Compare every metric both sides hold (sizes excepted).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and randomization test.")
 @click.option("--resamples", type=click.IntRange(min=1), default=DEFAULT_RESAMPLES, show_default=True,
               help="Bootstrap resamples and random sign flips per metric.")
-@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Scorer behind `score` and `pass` of a run.")
+@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
+              help="Scorer behind `score` and `pass` of a run.")
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
 @format_option()
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, tolerance: float, metrics: tuple[str, ...],
-                every_metric: bool, seed: int, resamples: int, scorer_name: str, scorer_version: int | None, fmt: str) -> None:
+                every_metric: bool, seed: int, resamples: int, scorer_name: str, scorer_version: int | None,
+                fmt: str) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression beyond the tolerance."""
     comparison = compare_summaries(
         load_side(app, base, scorer_name, scorer_version), load_side(app, new, scorer_name, scorer_version),

@@ -75,12 +75,14 @@ def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @click.command("history")
-@click.option("--kind", type=click.Choice(["retrieval", "generation", "subject", "sweep"]), help="Only runs of this kind.")
+@click.option("--kind", type=click.Choice(["retrieval", "generation", "subject", "sweep"]),
+              help="Only runs of this kind.")
 @click.option("--metric", "metrics", multiple=True, metavar="M",
               help="A metric column (repeatable; `score` and `pass` come from the trial scores). "
                    "Default: recall@5, ndcg@10, mrr for retrieval; score, pass, correctness for generation.")
 @click.option("--limit", type=int, default=DEFAULT_LIMIT, show_default=True, help="Only the newest N runs (0: all).")
-@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Scorer behind `score` and `pass`.")
+@click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
+              help="Scorer behind `score` and `pass`.")
 @format_option()
 @click.pass_obj
 def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], limit: int, scorer_name: str,

@@ -120,7 +120,8 @@ def _unstable_slots(trials: pd.DataFrame) -> tuple[pd.DataFrame, set[tuple[str, 
     scored = trials[trials["score"].notna()]
     flags: dict[tuple[str, str, str], list[bool]] = {}
     slugs: dict[tuple[str, str, str], str] = {}
-    for variant, mode, case_id, slug, perfect in zip(*(scored[c].tolist() for c in ("variant", "mode", "case_id", "slug", "perfect"))):
+    columns = (scored[c].tolist() for c in ("variant", "mode", "case_id", "slug", "perfect"))
+    for variant, mode, case_id, slug, perfect in zip(*columns):
         flags.setdefault((variant, mode, case_id), []).append(bool(perfect))
         slugs[(variant, mode, case_id)] = slug
     flagged = {k for k, f in flags.items() if is_unstable(f)}

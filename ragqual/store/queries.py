@@ -210,7 +210,8 @@ def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str])
     )
     with engine.connect() as conn:
         rows = conn.execute(query, {"run_ids": list(run_ids), "metrics": list(metrics)}).all()
-    frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"]).astype({"mean": float})
+    frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"])
+    frame["mean"] = frame["mean"].astype(float)
     if frame.empty:
         return pd.DataFrame(columns=columns)
     newest = frame.groupby(["run_id", "metric"])["scorer_version"].transform("max")

@@ -154,7 +154,8 @@ def _trial_groups(trials: list[tuple], metrics: list[tuple]) -> dict[str, GroupS
     for row in trials:
         if row[at["score"]] is None:
             continue
-        label, case_id, perfect = group_label(row[at["variant"]], row[at["mode"]]), row[at["case_id"]], bool(row[at["perfect"]])
+        label = group_label(row[at["variant"]], row[at["mode"]])
+        case_id, perfect = row[at["case_id"]], bool(row[at["perfect"]])
         label_of[row[at["trial_id"]]] = (label, case_id)
         values.setdefault((label, case_id, SCORE), []).append(float(row[at["score"]]))
         values.setdefault((label, case_id, PASS), []).append(1.0 if perfect else 0.0)

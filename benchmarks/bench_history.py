@@ -1,0 +1,327 @@
+"""History read speed: `report`, `history` and `compare` over a large synthetic SQLite history.
+
+Fills a history migrated to head with `--trials` generation trials (default 1,000,000) in runs of
+`--per-run` trials (3 variants x 3 modes x 3 repeats x cases), each trial with one assertion
+row, one score row and three metric rows, plus `--retrieval-runs` retrieval runs (3 strategies,
+17 metrics per question). The fill uses plain `executemany` in large transactions; it measures
+reads, but its rate is printed too, beside the rate of `RunStore.append_trial` (one transaction
+per trial, as a run appends) on a `--sample` of trials.
+
+Each command is invoked through the real CLI entry (`ragqual --db ... report ...`, output
+discarded) in this process, so the time includes opening the store and its schema check but not
+Python start-up. `first` is the first call on a fresh engine (SQLite's page cache cold, the
+operating system's warm; imports and the schema check are paid once before timing); `best` the
+best of `--repeats`. `--reuse` times the reads again on a kept `--db` without refilling it.
+
+    python benchmarks/bench_history.py [--trials 1000000] [--per-run 5000] [--db PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import json
+import os
+import random
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from ragqual.cli.commands import COMMANDS
+from ragqual.cli.main import cli
+from ragqual.errors import RagqualError
+from ragqual.store import db
+from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord
+from ragqual.store.runstore import RunStore
+
+VARIANTS = ("llama3.2:1b", "qwen2.5:3b", "mock")
+MODES = ("oracle", "e2e", "noretrieval")
+REPEATS = 3
+STRATEGIES = ("dense", "sparse", "hybrid")
+RETRIEVAL_METRICS = (
+    "recall@1", "recall@3", "recall@5", "recall@10", "hit@1", "hit@3", "hit@5", "hit@10", "mrr",
+    "ndcg@5", "ndcg@10", "map@10", "rprec", "precision@5", "contextRecall", "contextPrecision@3", "contextChars",
+)
+FINGERPRINT = "c0ffee" * 10 + "abcd"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+TAGS = ("single-hop", "numeric", "multi-hop", "acronym", "out-of-corpus", "near-miss")
+
+
+def _text(n: int, seed: int) -> str:
+    word = f"token{seed % 997} "
+    return (word * (n // len(word) + 1))[:n]
+
+
+class Filler:
+    """Bulk rows with explicit ids, so nothing has to be read back while filling."""
+
+    def __init__(self, conn: sqlite3.Connection, per_run: int, text_chars: int, rng: random.Random):
+        self.conn, self.rng = conn, rng
+        self.cases = max(1, per_run // (len(VARIANTS) * len(MODES) * REPEATS))
+        self.run_id = self.trial_id = self.event_id = self.row_id = 0
+        self.prompt = json.dumps([{"role": "system", "content": _text(text_chars * 2 // 5, 1)},
+                                  {"role": "user", "content": _text(text_chars // 10, 2)}])
+        self.context = _text(text_chars * 3 // 10, 3)
+        self.raw = json.dumps({"message": {"content": _text(text_chars // 10, 4)}, "done": True})
+        self.parsed = json.dumps(_text(text_chars // 10, 5))
+
+    def definitions(self) -> None:
+        cur = self.conn.cursor()
+        cur.executemany(
+            "INSERT INTO cases (id, subject, case_id, slug, sha256, definition) VALUES (?, 'rag', ?, ?, ?, ?)",
+            [(i + 1, f"q{i:04d}", f"q{i:04d}", f"{i:064x}",
+              json.dumps({"id": f"q{i:04d}", "query": "?", "tags": [TAGS[i % len(TAGS)], TAGS[(i * 7) % len(TAGS)]]}))
+             for i in range(self.cases)],
+        )
+        cur.executemany(
+            "INSERT INTO variant_configs (id, sha256, name, provider, model, config) "
+            "VALUES (?, ?, ?, 'ollama', ?, '{}')",
+            [(i + 1, f"{i + 1:064x}", name, name) for i, name in enumerate(VARIANTS)],
+        )
+
+    def _run(self, kind: str, at: datetime) -> int:
+        self.run_id += 1
+        prov = json.dumps({"git_sha": f"{self.run_id:040x}", "params": {"repeats": REPEATS}})
+        self.conn.execute(
+            "INSERT INTO runs (id, kind, subject, started_at, argv, params, git_sha, git_dirty, ragqual_version, "
+            "python_version, corpus_fingerprint, dataset_hash, prompt_hashes, provenance) "
+            "VALUES (?, ?, 'rag', ?, '[]', '{}', ?, 0, '0.1.0', '3.11', ?, ?, '[]', ?)",
+            (self.run_id, kind, at.isoformat(" "), f"{self.run_id:040x}", FINGERPRINT, "d" * 64, prov),
+        )
+        for offset, event in ((0, "started"), (30, "finished")):
+            self.event_id += 1
+            self.conn.execute("INSERT INTO run_events (id, run_id, event, at) VALUES (?, ?, ?, ?)",
+                              (self.event_id, self.run_id, event, (at + timedelta(minutes=offset)).isoformat(" ")))
+        return self.run_id
+
+    def generation_run(self, at: datetime) -> int:
+        run_id = self._run("generation", at)
+        trials, assertions, scores, metrics = [], [], [], []
+        stamp = at.isoformat(" ")
+        rng = self.rng
+        for case in range(self.cases):
+            for variant in range(1, len(VARIANTS) + 1):
+                for mode in MODES:
+                    for repeat in range(REPEATS):
+                        self.trial_id += 1
+                        t = self.trial_id
+                        passed = rng.random() < 0.8
+                        score = 1.0 if passed else round(rng.random(), 3)
+                        trials.append((t, run_id, case + 1, variant, mode, repeat, self.prompt, self.context,
+                                       self.raw, self.parsed, rng.randint(300, 900), rng.randint(20, 200),
+                                       rng.uniform(200, 3000), f"{t:064x}", int(rng.random() < 0.3), stamp))
+                        assertions.append((t, t, f"{t:036x}", passed, stamp))
+                        scores.append((t, t, f"{t:036x}", score, passed, stamp))
+                        grounded = None if rng.random() < 0.3 else round(rng.random(), 3)
+                        for metric, value in (("correctness", score), ("leakage", float(rng.random() < 0.05)),
+                                              ("groundedness", grounded)):
+                            self.row_id += 1
+                            metrics.append((self.row_id, run_id, t, f"q{case:04d}", mode, metric, value, stamp))
+        self.conn.executemany(
+            "INSERT INTO trials (id, run_id, case_pk, variant_id, mode, repeat_index, rendered_prompt, context, "
+            "raw_output, parsed_output, prompt_tokens, completion_tokens, latency_ms, cache_key, cache_hit, "
+            "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", trials)
+        self.conn.executemany(
+            "INSERT INTO assertion_results (id, trial_id, batch, assertion_id, assertion_version, category, weight, "
+            "passed, created_at) VALUES (?, ?, ?, 'must-include', 1, 'correctness', 1.0, ?, ?)", assertions)
+        self.conn.executemany(
+            "INSERT INTO trial_scores (id, trial_id, batch, scorer_name, scorer_version, score, perfect, "
+            "per_category, created_at) VALUES (?, ?, ?, 'weighted-assertions', 1, ?, ?, '{}', ?)", scores)
+        self._metrics(metrics)
+        return run_id
+
+    def _metrics(self, rows: list[tuple]) -> None:
+        self.conn.executemany(
+            "INSERT INTO metric_values (id, run_id, trial_id, case_id, group_key, metric, value, scorer_version, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?)", rows)
+
+    def retrieval_run(self, at: datetime) -> int:
+        run_id = self._run("retrieval", at)
+        stamp = at.isoformat(" ")
+        rows = []
+        for strategy in STRATEGIES:
+            for case in range(self.cases):
+                for metric in RETRIEVAL_METRICS:
+                    self.row_id += 1
+                    rows.append((self.row_id, run_id, None, f"q{case:04d}", strategy, metric,
+                                 round(self.rng.random(), 3), stamp))
+        self._metrics(rows)
+        return run_id
+
+
+def fill(path: Path, trials: int, per_run: int, retrieval_runs: int, text_chars: int, seed: int) -> dict:
+    engine = db.make_engine(f"sqlite:///{path}")
+    db.upgrade(engine)
+    engine.dispose()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")
+    filler = Filler(conn, per_run, text_chars, random.Random(seed))
+    per_run_actual = filler.cases * len(VARIANTS) * len(MODES) * REPEATS
+    runs = max(2, round(trials / per_run_actual))
+    start = time.perf_counter()
+    conn.execute("BEGIN")
+    filler.definitions()
+    ids: dict[str, list[int]] = {"generation": [], "retrieval": []}
+    schedule = ["generation"] * runs + ["retrieval"] * retrieval_runs
+    random.Random(seed).shuffle(schedule)
+    for i, kind in enumerate(schedule):
+        at = T0 + timedelta(hours=i)
+        ids[kind].append(filler.generation_run(at) if kind == "generation" else filler.retrieval_run(at))
+        if i % 10 == 9:
+            conn.execute("COMMIT")
+            conn.execute("BEGIN")
+            print(f"  filled {filler.trial_id:,} trials", file=sys.stderr, end="\r")
+    conn.execute("COMMIT")
+    seconds = time.perf_counter() - start
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    print(file=sys.stderr)
+    return {"trials": filler.trial_id, "seconds": seconds, "runs": ids, "per_run": per_run_actual,
+            "metric_rows": filler.row_id}
+
+
+def sample_appends(url: str, count: int) -> float:
+    """Trials per second through RunStore.append_trial, one transaction per trial."""
+    store = RunStore.open(url, auto_create=False)
+    run = store.start_run("generation", "bench-sample", Provenance(
+        git_sha=None, git_dirty=None, git_note="benchmark", ragqual_version="0.1.0", python_version="3.11",
+        argv=("bench",), corpus_fingerprint=FINGERPRINT))
+    variant = store.intern_variant("bench", "mock", "bench", {})
+    case_pks = [store.record_case("rag", f"s{i}", f"s{i}", {"id": f"s{i}", "tags": ["x"]})
+                for i in range(count // 10 + 1)]
+    start = time.perf_counter()
+    for i in range(count):
+        store.append_trial(TrialRecord(
+            run_id=run, case_pk=case_pks[i // 10], variant_id=variant, mode="e2e", repeat_index=i % 10,
+            system_prompt_id=None, rendered_prompt=[{"role": "user", "content": _text(600, i)}],
+            context=_text(300, i), raw_output={"content": _text(100, i)}, parsed_output=_text(100, i), error=None,
+            prompt_tokens=500, completion_tokens=80, latency_ms=900.0, load_ms=None, cost=None,
+            cache_key=f"{i:064x}", cache_hit=False,
+            assertions=(AssertionRow("must-include", 1, "correctness", 1.0, True),),
+            scores=(ScoreRow("weighted-assertions", 1, 1.0, True, {"correctness": 1.0}),),
+            metrics={"correctness": 1.0, "leakage": 0.0, "groundedness": None}, case_id=f"s{i // 10}",
+        ))
+    seconds = time.perf_counter() - start
+    store.add_event(run, "finished")
+    store.engine.dispose()
+    return count / seconds
+
+
+def invoke(args: list[str]) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            cli.main(args=args, prog_name="ragqual", standalone_mode=False)
+        except RagqualError as exc:  # compare exits 1 on a regression: still a finished command
+            if exc.exit_code != 1:
+                raise
+
+
+def timed(fn: Callable[[], None], repeats: int) -> tuple[float, float, float]:
+    """(first wall time, best wall time, CPU time of this process in the best call).
+
+    CPU time is what the command itself costs; on a busy machine the wall time also holds the
+    time it waited for a core.
+    """
+    times = []
+    for _ in range(repeats):
+        start, cpu = time.perf_counter(), time.process_time()
+        fn()
+        times.append((time.perf_counter() - start, time.process_time() - cpu))
+    best = min(times)
+    return times[0][0], best[0], best[1]
+
+
+def existing(path: Path) -> dict:
+    """What a kept benchmark database holds, for timing it again without refilling it."""
+    conn = sqlite3.connect(path)
+    try:
+        runs = {kind: [r for (r,) in conn.execute(
+            "SELECT id FROM runs WHERE kind = ? AND subject = 'rag' AND git_sha IS NOT NULL ORDER BY id", (kind,))]
+            for kind in ("generation", "retrieval")}
+        trials = conn.execute("SELECT COUNT(*) FROM trials t JOIN runs r ON r.id = t.run_id "
+                              "WHERE r.subject = 'rag' AND r.git_sha IS NOT NULL").fetchone()[0]
+        metric_rows = conn.execute("SELECT MAX(id) FROM metric_values").fetchone()[0]
+    finally:
+        conn.close()
+    per_run = trials // max(1, len(runs["generation"]))
+    return {"trials": trials, "seconds": None, "runs": runs, "per_run": per_run, "metric_rows": metric_rows}
+
+
+def commands_for(filled: dict) -> dict[str, list[str]]:
+    gen, ret = filled["runs"]["generation"], filled["runs"]["retrieval"]
+    return {
+        f"report {gen[-1]} ({filled['per_run']:,} trials)": ["report", str(gen[-1])],
+        "report --by tag (same run)": ["report", str(gen[-1]), "--by", "tag"],
+        f"report {ret[-1]} (retrieval)": ["report", str(ret[-1])],
+        "history (newest 20 runs)": ["history"],
+        "history --limit 50": ["history", "--limit", "50"],
+        "history --limit 0 (all runs)": ["history", "--limit", "0"],
+        f"compare {gen[-2]} {gen[-1]}": ["compare", str(gen[-2]), str(gen[-1])],
+        f"compare {ret[-2]} {ret[-1]} (retrieval)": ["compare", str(ret[-2]), str(ret[-1])],
+        "compare --all-metrics (retrieval)": ["compare", str(ret[-2]), str(ret[-1]), "--all-metrics"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1_000_000)
+    parser.add_argument("--per-run", type=int, default=5000, help="Generation trials per run (rounded to whole cases).")
+    parser.add_argument("--retrieval-runs", type=int, default=20)
+    parser.add_argument("--text-chars", type=int, default=1500, help="Synthetic prompt/context/output text per trial.")
+    parser.add_argument("--sample", type=int, default=2000, help="Trials appended through RunStore.append_trial.")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--db", type=Path, help="Keep the filled database here (default: a temporary folder).")
+    parser.add_argument("--reuse", action="store_true", help="Time the reads on an existing --db; no fill, no appends.")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.db or Path(tmp) / "bench.db"
+        if args.reuse and not path.is_file():
+            raise SystemExit("--reuse needs an existing --db")
+        if path.exists() and not args.reuse:
+            raise SystemExit(f"{path} exists; give a new path or --reuse")
+        if args.reuse:
+            filled = existing(path)
+        else:
+            filled = fill(path, args.trials, args.per_run, args.retrieval_runs, args.text_chars, args.seed)
+        size = path.stat().st_size
+        url = f"sqlite:///{path}"
+        for name in ("history", "report", "compare"):  # imports and the schema check, once, untimed
+            importlib.import_module(COMMANDS[name][0])
+        invoke(["--db", url, "history", "--limit", "1"])
+        rows = [(name, *timed(lambda a=argv: invoke(["--db", url, *a]), args.repeats))
+                for name, argv in commands_for(filled).items()]
+        load = os.getloadavg()[0]
+        append_rate = None if args.reuse or args.sample <= 0 else sample_appends(url, args.sample)
+        print_results(args, filled, size, rows, append_rate, load)
+
+
+def print_results(args: argparse.Namespace, filled: dict, size: int, rows: list, append_rate: float | None,
+                  load: float) -> None:
+    total = filled["trials"]
+    runs = filled["runs"]
+    print(f"\nhistory: {total:,} generation trials in {len(runs['generation'])} runs of {filled['per_run']:,} "
+          f"+ {len(runs['retrieval'])} retrieval runs; {filled['metric_rows']:,} metric rows")
+    if filled["seconds"]:
+        print(f"bulk fill (executemany):         {total / filled['seconds']:,.0f} trials/s "
+              f"(each with 1 assertion, 1 score, 3 metric rows; ~{args.text_chars} chars of text)")
+    if append_rate:
+        print(f"RunStore.append_trial ({args.sample:,}):   {append_rate:,.0f} trials/s (one transaction each)")
+    print(f"database size:                   {size / 1e6:,.1f} MB = {size / total:,.0f} bytes per trial")
+    print(f"load average while timing:       {load:.1f} on {os.cpu_count()} cores\n")
+    print(f"| command | first (s) | best of {args.repeats} (s) | CPU of best (s) |")
+    print("|---|---|---|---|")
+    for name, first, best, cpu in rows:
+        print(f"| `{name}` | {first:.3f} | {best:.3f} | {cpu:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
