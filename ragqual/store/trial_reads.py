@@ -15,6 +15,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from ragqual.errors import InputError
+from ragqual.store.records import AssertionRow, ScoreRow
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
@@ -190,23 +191,9 @@ def trial_detail(engine: Engine, trial_id: int) -> TrialDetail:
         )
 
 
-@dataclass(frozen=True)
-class AssertionResultRow:
-    assertion_id: str
-    version: int
-    category: str
-    weight: float
-    passed: bool
-    detail: str | None
-
-
-@dataclass(frozen=True)
-class ScoreEntry:
-    scorer_name: str
-    scorer_version: int
-    score: float
-    perfect: bool
-    per_category: dict[str, float]
+# The rows a scoring is made of are the ones the store appends.
+AssertionResultRow = AssertionRow
+ScoreEntry = ScoreRow
 
 
 @dataclass(frozen=True)

@@ -32,3 +32,22 @@ def workdir(tmp_path_factory, shared_cache):
 
 def invoke(*args: str):
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def ragqual(db, args, capsys):
+    """Run the real entry point against a database; (exit code, stdout, stderr)."""
+    from ragqual.cli.main import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["--db", str(db), *args])
+    out, err = capsys.readouterr()
+    return caught.value.code, out, err
+
+
+@pytest.fixture
+def store(head_db):
+    from ragqual.store.runstore import RunStore
+
+    opened = RunStore.open(f"sqlite:///{head_db}")
+    yield opened
+    opened.engine.dispose()

@@ -12,21 +12,10 @@ from ragqual.cli.main import main
 from ragqual.core.stats import paired_bootstrap_ci
 from ragqual.store.runstore import RunStore
 from ragqual.store.summaries import GroupSummary, Summary, summarise_run
+from tests.cli.conftest import ragqual
 from tests.store.test_queries import FP, generation_run, retrieval_run
 
 
-def ragqual(db, args, capsys):
-    with pytest.raises(SystemExit) as caught:
-        main(["--db", str(db), *args])
-    out, err = capsys.readouterr()
-    return caught.value.code, out, err
-
-
-@pytest.fixture
-def store(head_db):
-    opened = RunStore.open(f"sqlite:///{head_db}")
-    yield opened
-    opened.engine.dispose()
 
 
 def dense(values: dict[str, dict[str, float]], store, **kw) -> int:

@@ -12,21 +12,10 @@ import pytest
 from ragqual.cli.main import main
 from ragqual.store.records import AssertionRow, ScoreRow
 from ragqual.store.runstore import RunStore
+from tests.cli.conftest import ragqual
 from tests.store.test_queries import FP, SCORER, generation_run, retrieval_run
 
 
-def ragqual(db, args, capsys):
-    with pytest.raises(SystemExit) as caught:
-        main(["--db", str(db), *args])
-    out, err = capsys.readouterr()
-    return caught.value.code, out, err
-
-
-@pytest.fixture
-def store(head_db):
-    opened = RunStore.open(f"sqlite:///{head_db}")
-    yield opened
-    opened.engine.dispose()
 
 
 @pytest.fixture
