@@ -106,9 +106,11 @@ def test_a_goldens_file_with_bom_crlf_and_blank_lines_is_accepted(project):
 
 def test_a_broken_goldens_file_names_file_and_line_and_nothing_is_written(project):
     good = golden("fine-one", "How long should water boil?", ["boil"])
-    broken = jsonl([good, {**good, "id": "fine-two"}]) + '{"id": "broken", "query": \n' + jsonl([{**good, "id": "after"}])
+    broken = (jsonl([good, {**good, "id": "fine-two"}]) + '{"id": "broken", "query": \n'
+              + jsonl([{**good, "id": "after"}]))
     use_goldens(project, {"broken.jsonl": broken.encode()})
-    env = {k: v for k, v in project.env.items() if k not in ("RAGQUAL_DB", "RAGQUAL_CACHE_DIR")}  # defaults: eval-results/
+    # the default db and cache live under eval-results/, so "nothing written" means no such folder
+    env = {k: v for k, v in project.env.items() if k not in ("RAGQUAL_DB", "RAGQUAL_CACHE_DIR")}
     commands = {
         "check": ["corpus", "check"],
         "generation": ["generation", "--model", "mock", "--mode", "oracle", "--repeats", "1"],
