@@ -128,9 +128,9 @@ class CorpusContext:
 
     @property
     def fingerprint(self) -> str:
-        from ragqual.pipeline.ingest import fingerprint_of
+        from ragqual.core.fingerprint import corpus_fingerprint
 
-        return fingerprint_of(self.documents, self.chunk_config, self.embedder_id)
+        return corpus_fingerprint(self.documents, self.chunk_config.as_dict(), self.embedder_id)
 
     @property
     def chunks(self) -> list[Chunk]:

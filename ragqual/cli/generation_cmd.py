@@ -99,9 +99,10 @@ def _pct(value: float | None) -> str:
 
 
 def mode_table(lines: Sequence[ModeLine]) -> str:
-    rows = ["| model | mode | correctness | refusal | pass | unstable | questions |", "|---|---|---|---|---|---|---|"]
+    rows = ["| model | mode | correctness | refusal | pass | unstable | questions | failed trials |",
+            "|---|---|---|---|---|---|---|---|"]
     rows += [f"| {ln.variant} | {ln.mode} | {_pct(ln.correctness)} | {_pct(ln.refusal)} | {_pct(ln.pass_rate)} | "
-             f"{ln.unstable} | {ln.questions} |" for ln in lines]
+             f"{ln.unstable} | {ln.questions} | {ln.errors} |" for ln in lines]
     return "\n".join(rows)
 
 

@@ -66,6 +66,7 @@ class IngestReport:
 
 
 def fingerprint_of(documents: Sequence[Document], chunk_config: ChunkConfig, embedder_id: str) -> str:
+    """The one corpus fingerprint (see ragqual.core.fingerprint) for a chunking configuration."""
     return corpus_fingerprint(documents, chunk_config.as_dict(), embedder_id)
 
 

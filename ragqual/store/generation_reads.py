@@ -6,13 +6,20 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
 
-MODE_MEANS_SQL = """
-SELECT v.name AS variant, t.mode AS mode, mv.metric AS metric, AVG(mv.value) AS mean, COUNT(mv.value) AS n
+MODE_SUMS_SQL = """
+SELECT v.name AS variant, t.mode AS mode, mv.metric AS metric, SUM(mv.value) AS total
 FROM metric_values mv
 JOIN trials t ON t.id = mv.trial_id
 JOIN variant_configs v ON v.id = t.variant_id
-WHERE mv.run_id = :run AND t.error IS NULL
+WHERE mv.run_id = :run
 GROUP BY v.name, t.mode, mv.metric
+"""
+
+TRIAL_COUNTS_SQL = """
+SELECT v.name AS variant, t.mode AS mode, COUNT(*) AS trials, COUNT(t.error) AS errors
+FROM trials t JOIN variant_configs v ON v.id = t.variant_id
+WHERE t.run_id = :run
+GROUP BY v.name, t.mode
 """
 
 PASS_SQL = """
@@ -35,13 +42,16 @@ class ModeLine:
     pass_rate: float | None
     unstable: int
     questions: int
+    errors: int = 0
 
 
 def mode_lines(engine: Engine, run_id: int) -> list[ModeLine]:
+    """Correctness and refusal over every trial of the group: a trial whose model call failed counts as 0."""
     with engine.connect() as conn:
-        means = conn.execute(text(MODE_MEANS_SQL), {"run": run_id}).all()
+        sums = conn.execute(text(MODE_SUMS_SQL), {"run": run_id}).all()
+        counts = {(r.variant, r.mode): (r.trials, r.errors) for r in conn.execute(text(TRIAL_COUNTS_SQL), {"run": run_id})}
         passes = conn.execute(text(PASS_SQL), {"run": run_id}).all()
-    metric: dict[tuple[str, str, str], float] = {(r.variant, r.mode, r.metric): r.mean for r in means}
+    metric = {(r.variant, r.mode, r.metric): (r.total or 0.0) / counts[(r.variant, r.mode)][0] for r in sums}
     flags: dict[tuple[str, str], dict[str, set[bool]]] = {}
     for r in passes:
         flags.setdefault((r.variant, r.mode), {}).setdefault(r.case_id, set()).add(bool(r.perfect))
@@ -51,5 +61,6 @@ def mode_lines(engine: Engine, run_id: int) -> list[ModeLine]:
         lines.append(ModeLine(
             variant, mode, metric.get((variant, mode, "correctness")), metric.get((variant, mode, "refusalCorrectness")),
             sum(stable) / len(stable) if stable else None, len(cases) - len(stable), len(cases),
+            counts.get((variant, mode), (0, 0))[1],
         ))
     return lines

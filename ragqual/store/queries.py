@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
+from ragqual.store.records import run_status
 
 RUNS_SQL = """
 SELECT s.run_id, s.kind, s.subject, s.started_at, s.ended_at, s.status, s.git_sha, s.git_dirty,
@@ -43,6 +44,8 @@ def runs_frame(engine: Engine, kind: str | None = None, limit: int | None = None
     sql = RUNS_SQL.format(where=where, limit="LIMIT :limit" if limit else "")
     with engine.connect() as conn:
         frame = pd.read_sql_query(text(sql), conn, params=params)
+    if "status" in frame:
+        frame["status"] = frame["status"].map(run_status)
     return frame.iloc[::-1].reset_index(drop=True)
 
 

@@ -107,3 +107,12 @@ class RetrievalRow:
     chunk_id: str
     doc_id: str
     score: float
+
+
+OPEN_EVENTS = ("started", "resumed")
+
+
+def run_status(last_event: str | None) -> str | None:
+    """What a person is told about a run: one whose last event opened it and that never recorded
+    an end is `incomplete` (still running, or killed: `--resume RUN_ID` finishes it)."""
+    return "incomplete" if last_event in OPEN_EVENTS else last_event

@@ -34,7 +34,7 @@ from sqlalchemy import Engine
 from ragqual.core.scoring import SCORER_NAME, is_unstable
 from ragqual.errors import InputError
 from ragqual.store.queries import TRIAL_COLUMNS, metric_rows, trial_rows
-from ragqual.store.records import RunInfo
+from ragqual.store.records import RunInfo, run_status
 
 BASELINE_FORMAT = "ragqual-baseline"
 BASELINE_VERSION = 1
@@ -110,7 +110,7 @@ def run_header(info: RunInfo) -> dict[str, Any]:
         "run_id": info.id,
         "kind": info.kind,
         "subject": info.subject,
-        "status": info.status,
+        "status": run_status(info.status),
         "started_at": _iso(info.started_at),
         "ended_at": _iso(info.ended_at),
         "git_sha": info.git_sha,

@@ -92,11 +92,11 @@ def test_sigkill_keeps_finished_trials_and_resume_calls_the_model_only_for_the_r
         assert project.scalar("SELECT status FROM v_run_status WHERE run_id=?", (run_id,)) == "started"
         assert project.scalar("SELECT ended_at FROM v_run_status WHERE run_id=?", (run_id,)) is None
 
-        # the history and the report show it as started and never ended, with what it holds
+        # the history and the report show it as incomplete (no end event), with what it holds
         history = in_process(project, monkeypatch, "history")
-        assert history.exit_code == 0 and "started" in history.output and "finished" not in history.output
+        assert history.exit_code == 0 and "incomplete" in history.output and "finished" not in history.output
         report = json.loads(in_process(project, monkeypatch, "report", str(run_id), "--format", "json").output)
-        assert report["header"]["status"] == "started"
+        assert report["header"]["status"] == "incomplete"
 
         chats_before, generates_before = server.calls["/api/chat"], server.calls["/api/generate"]
         resumed = project.run(*generation_args(server.url, "--resume", str(run_id)))

@@ -110,7 +110,7 @@ def test_runs_frame_filters_by_kind_and_keeps_the_newest_within_the_limit(store)
     assert runs_frame(store.engine, kind="generation")["run_id"].tolist() == [g1, g2]
     assert runs_frame(store.engine, limit=2)["run_id"].tolist() == [r1, g2]
     frame = runs_frame(store.engine).set_index("run_id")
-    assert frame.loc[g1, "status"] == "finished" and frame.loc[g2, "status"] == "started"
+    assert frame.loc[g1, "status"] == "finished" and frame.loc[g2, "status"] == "incomplete"
 
 
 def test_trial_frame_takes_the_newest_scorer_version_unless_one_is_asked_for(store):
