@@ -109,15 +109,17 @@ def rrf(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
     return fused
 
 
-def lexical_rerank(query_terms: Sequence[str], ranked: Sequence[str], texts: dict[str, str]) -> list[str]:
+def lexical_rerank(query_terms: Sequence[str], ranked: Sequence[str], texts: dict[str, str],
+                   chunk_terms: dict[str, frozenset[str]] | None = None) -> list[str]:
     """Rescore candidates by query-term coverage, keeping the incoming order as the tie-breaker.
 
     score = 0.5 * (1 / (1 + position)) + 0.5 * (share of distinct query terms in the chunk).
+    `chunk_terms` may hold each chunk's terms, computed once.
     """
     wanted = set(query_terms)
     scored: dict[str, float] = {}
     for position, chunk_id in enumerate(ranked):
-        have = set(terms(texts[chunk_id]))
+        have = chunk_terms[chunk_id] if chunk_terms is not None else set(terms(texts[chunk_id]))
         coverage = len(wanted & have) / len(wanted) if wanted else 0.0
         scored[chunk_id] = 0.5 / (1 + position) + 0.5 * coverage
     return [cid for cid, _ in _order(scored)]
@@ -132,6 +134,8 @@ class Retriever:
         self.chunks = {c.chunk_id: c for c in chunks}
         self.order = [c.chunk_id for c in chunks]
         self.texts = {c.chunk_id: c.text for c in chunks}
+        self.chunk_terms = {c.chunk_id: frozenset(terms(c.text)) for c in chunks}
+        self._verified: set[tuple[str, str]] = set()
         self.vectors = {cid: vectors[i] for i, cid in enumerate(self.order)}
         self.index = index
         self.embedder = embedder
@@ -181,7 +185,9 @@ class Retriever:
         return self._dense_memo[(text, k)]
 
     def _accept(self, hits: Sequence[Any]) -> dict[str, float]:
-        check_hits(hits, self.corpus_dir)  # a chunk from outside the corpus stops the run
+        fresh = [h for h in hits if (h.chunk_id, h.source) not in self._verified]
+        check_hits(fresh, self.corpus_dir)  # a chunk from outside the corpus stops the run
+        self._verified.update((h.chunk_id, h.source) for h in fresh)
         for hit in hits:
             self.sources[hit.chunk_id] = hit.source
             if hit.chunk_id not in self.chunks:
@@ -211,7 +217,7 @@ class Retriever:
             scored = rrf([dense, lexical], config.rrf_k)
         ranked = [cid for cid, _ in _order(scored)][: config.candidate_k]
         if config.rerank:
-            ranked = lexical_rerank(terms(raw_query), ranked, self.texts)
+            ranked = lexical_rerank(terms(raw_query), ranked, self.texts, self.chunk_terms)
         candidates = tuple(
             Ranked(cid, self.chunks[cid].doc_id, round(scored[cid], 6), round(self.similarity(qvec, cid), 6),
                    self.sources.get(cid, ""))
