@@ -168,8 +168,17 @@ class MiniLMEmbedder:
         self.model_sha256 = expected_sha256
         self._tokenizer = _minilm_tokenizer(self.max_tokens)
         self.threads = _positive("threads", min(4, os.cpu_count() or 1) if threads is None else threads)
-        self._session = _onnx_session(path, self.threads)
-        self._inputs, self._output = _check_graph(self._session, path)
+        self._path = path
+        self._loaded: tuple[ort.InferenceSession, list[str], str] | None = None
+
+    def _model(self) -> tuple[ort.InferenceSession, list[str], str]:
+        """The ONNX session, built on the first text to embed (a run served from the embedding
+        cache never pays for it)."""
+        if self._loaded is None:
+            session = _onnx_session(self._path, self.threads)
+            inputs, output = _check_graph(session, self._path)
+            self._loaded = (session, inputs, output)
+        return self._loaded
 
     @property
     def id(self) -> str:
@@ -191,7 +200,8 @@ class MiniLMEmbedder:
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
         }
-        (states,) = self._session.run([self._output], {name: feed[name] for name in self._inputs})
+        session, inputs, output = self._model()
+        (states,) = session.run([output], {name: feed[name] for name in inputs})
         return _l2_normalise(mean_pool(states, feed["attention_mask"]))
 
 

@@ -265,14 +265,14 @@ class RunStore:
     ) -> str:
         batch = str(uuid.uuid4())
         if assertions:
-            session.execute(insert(AssertionResult), [
+            session.execute(insert(AssertionResult.__table__), [
                 {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
                  "assertion_version": a.version, "category": a.category, "weight": a.weight,
                  "passed": a.passed, "detail": a.detail, "created_at": now}
                 for a in assertions
             ])
         if scores:
-            session.execute(insert(TrialScore), [
+            session.execute(insert(TrialScore.__table__), [
                 {"trial_id": trial_id, "batch": batch, "scorer_name": s.scorer_name,
                  "scorer_version": s.scorer_version, "score": s.score, "perfect": s.perfect,
                  "per_category": canonical_json(s.per_category), "created_at": now}
@@ -296,7 +296,7 @@ class RunStore:
             for t, c, g, m, v, ver in rows
         ]
         if payload:
-            session.execute(insert(MetricValue), payload)
+            session.execute(insert(MetricValue.__table__), payload)
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
@@ -312,7 +312,7 @@ class RunStore:
              "chunk_id": r.chunk_id, "doc_id": r.doc_id, "score": r.score}
             for r in rows
         ]
-        self._write(lambda s: s.execute(insert(RetrievalResult), payload))
+        self._write(lambda s: s.execute(insert(RetrievalResult.__table__), payload))
 
     # -- reads -------------------------------------------------------------------
     def get_run(self, run_id: int) -> RunInfo:
