@@ -210,7 +210,7 @@ def test_the_head_views_show_old_rows(upgraded):
         (ids["ret"], "dense", "ndcg@10", 0.6131, 1)]
     report = queries.runs_frame(old.engine)
     assert list(report["run_id"]) == [ids["gen"], ids["ret"]]
-    assert list(report["status"]) == ["finished", "started"]
+    assert list(report["status"]) == ["finished", "incomplete"]
 
 
 def test_the_store_appends_after_the_upgrade(upgraded):
