@@ -94,14 +94,15 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
     return GenerationOutcome(outcome.run_id, lines, outcome)
 
 
-def _pct(value: float | None) -> str:
+def fmt3(value: float | None) -> str:
+    """A share with three decimals, or a dash when there is none."""
     return "–" if value is None else f"{value:.3f}"
 
 
 def mode_table(lines: Sequence[ModeLine]) -> str:
     rows = ["| model | mode | correctness | refusal | pass | unstable | questions | failed trials |",
             "|---|---|---|---|---|---|---|---|"]
-    rows += [f"| {ln.variant} | {ln.mode} | {_pct(ln.correctness)} | {_pct(ln.refusal)} | {_pct(ln.pass_rate)} | "
+    rows += [f"| {ln.variant} | {ln.mode} | {fmt3(ln.correctness)} | {fmt3(ln.refusal)} | {fmt3(ln.pass_rate)} | "
              f"{ln.unstable} | {ln.questions} | {ln.errors} |" for ln in lines]
     return "\n".join(rows)
 

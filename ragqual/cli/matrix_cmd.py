@@ -8,7 +8,7 @@ import click
 
 from ragqual.cli.context import AppContext
 from ragqual.cli.corpus_options import corpus_options, load_corpus_context
-from ragqual.cli.generation_cmd import pick_goldens, run_generation, sampling_options
+from ragqual.cli.generation_cmd import fmt3, pick_goldens, run_generation, sampling_options
 from ragqual.pipeline.retrieval import RetrievalConfig
 from ragqual.store.generation_reads import ModeLine
 from ragqual.subjects.rag import MODES
@@ -25,13 +25,9 @@ def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
         cells = [model]
         for mode in modes:
             ln = per_mode.get(mode)
-            cells += ["–"] * 3 if ln is None else [_f(ln.correctness), _f(ln.refusal), _f(ln.pass_rate)]
+            cells += ["–"] * 3 if ln is None else [fmt3(ln.correctness), fmt3(ln.refusal), fmt3(ln.pass_rate)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
-
-
-def _f(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
 
 
 @click.command("matrix")
