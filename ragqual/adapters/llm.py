@@ -58,3 +58,6 @@ class ChatModel(Protocol):
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         ...
+
+# A backend may also define `ensure_available() -> None`, raising ServiceUnavailable when the
+# model is missing; the trial loop calls it before a run starts (Ollama does).

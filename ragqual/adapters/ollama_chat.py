@@ -201,6 +201,11 @@ class OllamaChatModel:
             self._digest_known = True
         return self._digest
 
+    def ensure_available(self) -> None:
+        """Refuse before a run starts when the server does not have the model."""
+        if self.digest() is None:
+            raise ServiceUnavailable(f"model '{self.name}' is not present on {self.host}: run `ollama pull {self.name}`")
+
     def warm_up(self, options: Mapping[str, Any] | None = None) -> None:
         """Unload every other resident model, then burn one generation with this one.
 

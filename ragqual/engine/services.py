@@ -59,6 +59,9 @@ class TrialServices:
     def describe(self, variant: Variant) -> dict[str, Any]:
         """Provider, model name and digest: asks the backend for the digest (not a model call)."""
         model = self.model(variant)
+        ensure = getattr(model, "ensure_available", None)  # backends that can tell a missing model early
+        if ensure is not None:
+            ensure()
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
     def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
