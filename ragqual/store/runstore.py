@@ -257,7 +257,15 @@ class RunStore:
                 )
             return trial_id
 
-        return self._write(work)
+        try:
+            return self._write(work)
+        except IntegrityError as exc:
+            if "uq_trials_slot" in str(exc) or "trials.run_id" in str(exc) or "unique" in str(exc).lower():
+                raise InputError(
+                    f"run {rec.run_id} already holds the trial for case {rec.case_id or rec.case_pk}, mode "
+                    f"{rec.mode or '-'}, repeat {rec.repeat_index}: is another process resuming this run?"
+                ) from None
+            raise
 
     def _insert_scoring(
         self, session: Session, trial_id: int, assertions: Sequence[AssertionRow],

@@ -120,3 +120,15 @@ def test_interned_definitions_are_deduplicated(store_head_url):
     assert store.intern_variant("m", "ollama", "m", {"temperature": 0}) == v1
     assert store.intern_variant("m", "ollama", "m", {"temperature": 0.7}) != v1
     store.engine.dispose()
+
+
+def test_a_second_trial_for_the_same_slot_is_one_clear_error(head_db):
+    from ragqual.errors import InputError
+    from ragqual.store.runstore import RunStore
+    from tests.store.helpers import add_trial, provenance
+
+    store = RunStore.open(f"sqlite:///{head_db}")
+    run = store.start_run("generation", "rag", provenance())
+    add_trial(store, run, case="c1", repeat=0)
+    with pytest.raises(InputError, match="already holds the trial"):
+        add_trial(store, run, case="c1", repeat=0)
