@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
 
+from ragqual.errors import InputError
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import AssertionRow, RetrievalRow, ScoreRow
 from ragqual.store.runstore import RunStore
@@ -79,7 +79,7 @@ def test_trials_scores_and_slots(history):
     variant = store.intern_variant("mock", "mock", "mock", {"temperature": 0})
     assert store.finished_slots(run) == {(case1, variant, "e2e", 0), (case1, variant, "e2e", 1),
                                          (case2, variant, "closed-book", 0)}
-    with pytest.raises(IntegrityError):
+    with pytest.raises(InputError, match="already holds the trial"):  # the unique slot, as one clear line
         add_trial(store, run, case="case-1", repeat=1)
 
     batch = store.append_scoring(first, [AssertionRow("a1", 2, "correctness", 1.0, False, "missing")],
