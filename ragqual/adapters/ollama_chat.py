@@ -29,6 +29,7 @@ import ollama
 import pydantic
 
 from ragqual.adapters.llm import ChatRequest, ChatResponse
+from ragqual.adapters.retry import Retryable, with_retries
 from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable  # noqa: F401 - ModelCallFailed re-exported
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -42,15 +43,6 @@ T = TypeVar("T")
 
 class _Malformed(Exception):
     """Internal: the server answered, but not with anything a chat reply can be built from."""
-
-
-class _Retryable(Exception):
-    """Internal: a failure worth another attempt, carrying what to say if none succeeds."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
 
 
 def resolve_host(host: str | None = None) -> str:
@@ -108,16 +100,8 @@ class _Caller:
     def run(self, call: Callable[[], T], model: str | None = None) -> T:
         """Call, retrying what is worth retrying; `model` names another model in messages."""
         model = model or self.model
-        attempts = self.retries + 1
-        failed = 0
-        while True:
-            try:
-                return self._translated(call, model)
-            except _Retryable as failure:
-                failed += 1
-                if failed == attempts:
-                    raise self._gave_up(failure, attempts, model) from None
-                self.sleep(self.backoff * 2 ** (failed - 1))
+        return with_retries(lambda: self._translated(call, model), retries=self.retries, backoff=self.backoff,
+                            sleep=self.sleep, gave_up=lambda failure, n: self._gave_up(failure, n, model))
 
     def _translated(self, call: Callable[[], T], model: str) -> T:
         try:
@@ -125,7 +109,7 @@ class _Caller:
         except (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError):
             raise _unreachable(self.host) from None
         except httpx.TimeoutException as err:
-            raise _Retryable("timeout", type(err).__name__) from None
+            raise Retryable("timeout", type(err).__name__) from None
         except httpx.TransportError:
             raise _unreachable(self.host) from None
         except ollama.ResponseError as err:
@@ -141,7 +125,7 @@ class _Caller:
             return _missing(model, self.host)
         text = _one_line(err.error)
         if err.status_code >= 500 or err.status_code == -1:
-            return _Retryable("server_error", f"HTTP {err.status_code}: {text}"
+            return Retryable("server_error", f"HTTP {err.status_code}: {text}"
                               if err.status_code != -1 else text)
         return ModelCallFailed(
             f"Ollama at {self.host} rejected the call to '{model}' "
@@ -149,7 +133,7 @@ class _Caller:
             reason="rejected", attempts=1,
         )
 
-    def _gave_up(self, failure: _Retryable, attempts: int, model: str) -> ModelCallFailed:
+    def _gave_up(self, failure: Retryable, attempts: int, model: str) -> ModelCallFailed:
         if failure.reason == "timeout":
             message = (f"model '{model}' on {self.host} timed out after {attempts} attempts "
                        f"({self.timeout:g} s each)")

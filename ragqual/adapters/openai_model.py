@@ -40,8 +40,8 @@ from typing import Any
 import httpx
 
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
-from ragqual.errors import ModelCallFailed
-from ragqual.errors import InputError, ServiceUnavailable
+from ragqual.adapters.retry import Retryable, with_retries
+from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable
 
 KEY_VARIABLES = ("RAGQUAL_OPENAI_API_KEY", "OPENAI_API_KEY")
 DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
@@ -50,14 +50,6 @@ WARM_UP_PROMPT = "Reply with the single word: ready."
 WARM_UP_NUM_PREDICT = 4
 _PASSED = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 _MAX_ERROR_TEXT = 300
-
-
-class _Retryable(Exception):
-    """Internal: a failure worth another attempt."""
-
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason, self.detail = reason, detail
 
 
 def parse_target(target: str) -> tuple[str, str]:
@@ -146,15 +138,8 @@ class OpenAIChatModel:
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         body, ignored = request_body(self.model, request)
-        attempts, failed = self.retries + 1, 0
-        while True:
-            try:
-                return self._chat_once(body, ignored)
-            except _Retryable as failure:
-                failed += 1
-                if failed == attempts:
-                    raise self._gave_up(failure, attempts) from None
-                self.sleep(self.backoff * 2 ** (failed - 1))
+        return with_retries(lambda: self._chat_once(body, ignored), retries=self.retries, backoff=self.backoff,
+                            sleep=self.sleep, gave_up=self._gave_up)
 
     def close(self) -> None:
         self._client.close()
@@ -169,7 +154,7 @@ class OpenAIChatModel:
         except (httpx.ConnectError, httpx.ConnectTimeout):
             raise self._unreachable() from None
         except httpx.TimeoutException as err:
-            raise _Retryable("timeout", type(err).__name__) from None
+            raise Retryable("timeout", type(err).__name__) from None
         except httpx.TransportError as err:
             raise self._unreachable(f" ({type(err).__name__})") from None
         latency_ms = (time.perf_counter() - started) * 1000.0
@@ -191,7 +176,7 @@ class OpenAIChatModel:
                 f"{self.base_url} refused the credentials (HTTP {status}): set "
                 f"{' or '.join(KEY_VARIABLES)}")
         if status == 429 or status >= 500:
-            raise _Retryable("server_error", f"HTTP {status}: {text}")
+            raise Retryable("server_error", f"HTTP {status}: {text}")
         raise ModelCallFailed(f"{self.base_url} rejected the call to '{self.model}' "
                               f"(HTTP {status}): {text}", reason="rejected")
 
@@ -220,7 +205,7 @@ class OpenAIChatModel:
             f"(e.g. `python -m llama_cpp.server --model <file.gguf>`) or fix the URL in "
             f"openai:<base-url>#<model>")
 
-    def _gave_up(self, failure: _Retryable, attempts: int) -> ModelCallFailed:
+    def _gave_up(self, failure: Retryable, attempts: int) -> ModelCallFailed:
         if failure.reason == "timeout":
             message = (f"model '{self.model}' at {self.base_url} timed out after {attempts} "
                        f"attempts ({self.timeout:g} s each)")
