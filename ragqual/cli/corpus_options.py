@@ -35,7 +35,9 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
 
     from ragqual.adapters.embedders import Embedder
     from ragqual.adapters.qdrant_store import EvalIndex
+    from ragqual.adapters.search_cache import SearchCache
     from ragqual.pipeline.ingest import IngestReport
+    from ragqual.pipeline.retrieval import DenseIndex
 
 API_KEY_ENV = "QDRANT_API_KEY"
 
@@ -128,9 +130,11 @@ class CorpusContext:
 
     @property
     def fingerprint(self) -> str:
-        from ragqual.core.fingerprint import corpus_fingerprint
+        if "fingerprint" not in self._open:
+            from ragqual.core.fingerprint import corpus_fingerprint
 
-        return corpus_fingerprint(self.documents, self.chunk_config.as_dict(), self.embedder_id)
+            self._open["fingerprint"] = corpus_fingerprint(self.documents, self.chunk_config.as_dict(), self.embedder_id)
+        return self._open["fingerprint"]
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -170,6 +174,37 @@ class CorpusContext:
             self._open["index"] = EvalIndex(self.client(), self.collection, self.raw_embedder.dim)
         return self._open["index"]
 
+    def search_cache(self) -> SearchCache | None:
+        """Search results of earlier runs (adapters.search_cache); none with `--cache off`."""
+        if self.app.cache_mode == "off":
+            return None
+        if "search_cache" not in self._open:
+            from ragqual.adapters.search_cache import SearchCache
+
+            self._open["search_cache"] = SearchCache(self.app.settings.cache_dir() / "search",
+                                                     read=self.app.cache_mode != "write-only")
+        return self._open["search_cache"]
+
+    def index_scope(self) -> str | None:
+        """The embedded store's state with the collection and fingerprint; None for a server
+        (whose state cannot be seen from here, so nothing read from it is reused)."""
+        if self.qdrant_url:
+            return None
+        from ragqual.adapters.search_cache import embedded_state, index_scope
+
+        state = embedded_state(self.qdrant_path, self.collection)
+        return None if state is None else index_scope(state, self.collection, self.fingerprint)
+
+    def dense_index(self) -> DenseIndex:
+        """The index the retriever searches: through the search cache when the store's state is
+        known, else Qdrant itself."""
+        cache = self.search_cache()
+        if cache is None or self.index_scope() is None:
+            return self.index
+        from ragqual.adapters.search_cache import CachedDenseIndex
+
+        return CachedDenseIndex(cache, lambda: self.index_scope() or "", lambda: self.index)
+
     def maintenance_index(self) -> EvalIndex:
         """An index that can count, read and reset without loading the embedder."""
         from ragqual.adapters.qdrant_store import EvalIndex
@@ -177,6 +212,9 @@ class CorpusContext:
         return EvalIndex(self.client(), self.collection, None)
 
     def close(self) -> None:
+        search_cache = self._open.pop("search_cache", None)
+        if search_cache is not None:
+            search_cache.close()
         embedder = self._open.pop("embedder", None)
         if embedder is not None and hasattr(embedder, "close"):
             embedder.close()
@@ -248,11 +286,21 @@ def record_snapshot(corpus: CorpusContext, report: IngestReport) -> int:
 
 
 def ensure_ingested(corpus: CorpusContext, *, progress: bool | None = None) -> IngestReport | None:
-    """Ingest when the eval points do not match the current fingerprint; returns the report, or None."""
+    """Ingest when the eval points do not match the current fingerprint; returns the report, or None.
+
+    An embedded store whose files are exactly as they were when an earlier run found it
+    current is not opened at all (see adapters.search_cache).
+    """
+    cache = corpus.search_cache()
+    scope = corpus.index_scope() if cache is not None else None
+    if cache is not None and scope is not None and cache.verified(scope):
+        return None
     from ragqual.pipeline.ingest import ingest_if_changed
 
     bar = show_progress(corpus.app) if progress is None else progress
     report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar)
+    if cache is not None and (scope := corpus.index_scope()) is not None:
+        cache.mark_verified(scope)
     if report is not None:
         record_snapshot(corpus, report)
         click.echo(

@@ -36,7 +36,8 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
     ensure_ingested(corpus)
     chunks = corpus.chunks
     vectors = corpus.embedder.embed([embed_text_for_chunk(c, corpus.chunk_config) for c in chunks])
-    return Retriever(chunks, vectors, corpus.index, corpus.embedder, corpus.chunk_config, corpus.corpus_dir)
+    return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
+                     memo=corpus.search_cache())
 
 
 def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
@@ -70,9 +71,15 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
         "timings": {name: timing_section(r) for name, r in results.items()},
         "run": {"run_id": run_id, "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
                 "corpus_fingerprint": corpus.fingerprint, "dataset_hash": provenance.dataset_hash,
-                "embedder": corpus.embedder_id},
+                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus)},
     }
     return RetrievalOutcome(run_id, results, report)
+
+
+def _reuse(corpus: CorpusContext) -> dict[str, int] | None:
+    """How many dense searches came from the search cache (their latency is a cache read)."""
+    cache = corpus.search_cache()
+    return None if cache is None else {"dense_reused": cache.hits, "dense_searched": cache.misses}
 
 
 def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
@@ -174,4 +181,6 @@ def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses
             for miss in quality["misses"]:
                 click.echo(f"[{name}] miss {miss['id']}: expected {', '.join(miss['expected'])}; got {', '.join(miss['retrieved'])}")
     timings = ", ".join(f"{n} p50 {t.get('latencyP50Ms')} ms / p95 {t.get('latencyP95Ms')} ms" for n, t in outcome.report["timings"].items())
-    click.echo(f"\nrun {outcome.run_id} appended to the history; query latency: {timings}")
+    reuse = outcome.report["run"]["search_cache"]
+    reused = f" ({reuse['dense_reused']} dense searches reused from the search cache)" if reuse and reuse["dense_reused"] else ""
+    click.echo(f"\nrun {outcome.run_id} appended to the history; query latency: {timings}{reused}")

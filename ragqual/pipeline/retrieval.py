@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-import bm25s
 import numpy as np
 
+from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.errors import InputError, LeakDetected
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
 from ragqual.pipeline.leak_guard import check_hits
@@ -92,6 +92,32 @@ class QueryEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+class ResultMemo(Protocol):
+    """Where BM25 rankings of earlier runs are kept (adapters.search_cache.SearchCache)."""
+
+    def key(self, kind: str, **fields: Any) -> str: ...
+
+    def get(self, key: str, valid: Any) -> Any | None: ...
+
+    def put(self, key: str, value: Any) -> None: ...
+
+
+BM25_STOPWORDS = "en"
+
+
+def bm25_scope(chunks: Sequence[Chunk], bm25s_version: str) -> str:
+    """Everything a BM25 ranking depends on besides the query and k."""
+    return sha256_hex(canonical_json({
+        "bm25s": bm25s_version, "stopwords": BM25_STOPWORDS, "chunks": [[c.chunk_id, c.text] for c in chunks],
+    }))
+
+
+def _valid_ranking(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], float) for p in value
+    )
+
+
 def terms(text: str) -> list[str]:
     return [t for t in _TERM.findall(text.lower()) if t not in _STOP]
 
@@ -126,10 +152,15 @@ def lexical_rerank(query_terms: Sequence[str], ranked: Sequence[str], texts: dic
 
 
 class Retriever:
-    """Dense (Qdrant), BM25 (bm25s) and hybrid retrieval over one ingested corpus."""
+    """Dense (Qdrant), BM25 (bm25s) and hybrid retrieval over one ingested corpus.
+
+    With a `memo`, BM25 rankings are read from and written to it, keyed on `bm25_scope`;
+    the bm25s index is then built only when a query misses.
+    """
 
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
-                 embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path):
+                 embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path,
+                 memo: ResultMemo | None = None):
         self.corpus_dir = corpus_dir
         self.chunks = {c.chunk_id: c for c in chunks}
         self.order = [c.chunk_id for c in chunks]
@@ -144,13 +175,30 @@ class Retriever:
         self._batch_share_ms = 0.0
         self._qvecs: dict[str, np.ndarray] = {}
         self._dense_memo: dict[tuple[str, int], dict[str, float]] = {}
-        logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().level))  # bm25s logs each index build at DEBUG
-        self.bm25 = bm25s.BM25()
-        self.bm25.index(self._tokenize([c.text for c in chunks]), show_progress=False)
+        self.memo = memo
+        self._bm25_index: Any = None
+        self._bm25_scope: str | None = None
+        if memo is not None:
+            from ragqual.adapters.search_cache import package_version
+
+            self._bm25_scope = bm25_scope(chunks, package_version("bm25s"))
+
+    @property
+    def bm25(self) -> Any:
+        """The bm25s index of the chunks, built on first use."""
+        if self._bm25_index is None:
+            import bm25s
+
+            logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().level))  # bm25s logs each index build at DEBUG
+            self._bm25_index = bm25s.BM25()
+            self._bm25_index.index(self._tokenize([self.texts[cid] for cid in self.order]), show_progress=False)
+        return self._bm25_index
 
     @staticmethod
     def _tokenize(texts: list[str]):
-        return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+        import bm25s
+
+        return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, show_progress=False)
 
     def _query_text(self, raw_query: str, config: RetrievalConfig) -> str:
         return expand_acronyms(raw_query) if config.expand_acronyms else raw_query
@@ -196,8 +244,16 @@ class Retriever:
 
     def _bm25(self, query: str, k: int) -> dict[str, float]:
         k = min(k, len(self.order))
+        key = None
+        if self.memo is not None:
+            key = self.memo.key("bm25", scope=self._bm25_scope, query=query, k=k)
+            cached = self.memo.get(key, _valid_ranking)
+            if cached is not None:
+                return dict(cached)
         docs, scores = self.bm25.retrieve(self._tokenize([query]), k=k, show_progress=False, n_threads=1)
         out = {self.order[int(i)]: float(s) for i, s in zip(docs[0], scores[0], strict=True) if s > 0}
+        if key is not None:
+            self.memo.put(key, list(out.items()))
         return out
 
     def similarity(self, qvec: np.ndarray, chunk_id: str) -> float:

@@ -23,6 +23,7 @@ from ragqual.adapters.embedders import (
     MiniLMEmbedder,
     OllamaEmbedder,
     make_embedder,
+    token_batches,
 )
 from ragqual.errors import InputError, ServiceUnavailable
 
@@ -78,10 +79,26 @@ def test_batch_composition_does_not_change_a_vector(minilm: MiniLMEmbedder) -> N
     short = [t["text"] for t in REFERENCE["texts"][:4]]
     long_text = REFERENCE["texts"][-1]["text"]
     alone = np.stack([minilm.embed([s])[0] for s in short])
-    padded = minilm.embed([long_text, *short])[1:]  # the short texts padded to the long one's length
+    one_batch = MiniLMEmbedder(batch_size=8, token_budget=8 * 256, threads=1)
+    padded = one_batch.embed([long_text, *short])[1:]  # the short texts padded to the long one's length
     other_order = MiniLMEmbedder(batch_size=2, threads=2).embed(list(reversed(short)))[::-1]
     assert np.abs(padded - alone).max() <= 1e-5
     assert np.abs(other_order - alone).max() <= 1e-5
+
+
+def test_token_budget_changes_the_batches_not_the_vectors(minilm: MiniLMEmbedder) -> None:
+    texts = [t["text"] for t in REFERENCE["texts"]]
+    tight = MiniLMEmbedder(token_budget=1, threads=1).embed(texts)  # every text alone
+    np.testing.assert_array_equal(tight, MiniLMEmbedder(token_budget=8 * 256, threads=2).embed(texts))
+
+
+def test_token_batches_pack_shortest_first_within_the_budget() -> None:
+    lengths = [100, 10, 10, 300, 12, 100]
+    groups = token_batches(lengths, budget=256, cap=8)
+    assert groups == [[1, 2, 4], [0, 5], [3]]  # 3 x 12 fit; 2 x 100 fit, a third would not; 300 goes alone
+    assert all(len(g) * max(lengths[i] for i in g) <= 256 for g in groups if len(g) > 1)
+    assert token_batches(lengths, budget=10_000, cap=2) == [[1, 2], [4, 0], [5, 3]]
+    assert token_batches([], budget=256, cap=8) == []
 
 
 def test_long_text_is_truncated_at_256_tokens(minilm: MiniLMEmbedder) -> None:
@@ -105,12 +122,13 @@ def test_minilm_id_names_the_model_file_hash(minilm: MiniLMEmbedder) -> None:
 
 
 def test_minilm_refuses_a_model_file_with_the_wrong_hash(tmp_path: Path) -> None:
+    """The hash is checked before the model first runs; a missing file is refused at once."""
     fake = tmp_path / "model.onnx"
     fake.write_bytes(b"not the model")
     with pytest.raises(InputError, match="sha256"):
-        MiniLMEmbedder(model_path=fake)
+        MiniLMEmbedder(model_path=fake).embed(["a text"])
     with pytest.raises(InputError, match="expected 0{64}"):
-        MiniLMEmbedder(expected_sha256="0" * 64)
+        MiniLMEmbedder(expected_sha256="0" * 64).embed(["a text"])
     with pytest.raises(InputError, match="missing"):
         MiniLMEmbedder(model_path=tmp_path / "absent.onnx")
 

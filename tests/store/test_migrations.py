@@ -109,3 +109,18 @@ def test_wal_and_foreign_keys_are_on(sqlite_url):
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
+
+
+def test_head_constant_is_the_script_folders_head():
+    """Commands compare against db.HEAD_REVISION; a new migration must move it (fix: set it to the new revision)."""
+    assert db.HEAD_REVISION == db.script_head_revision()
+
+
+def test_current_revision_reads_what_alembic_reads(store_url):
+    engine = db.make_engine(store_url)
+    assert db.current_revision(engine) is None
+    for revision in ("0001", "0002", "head"):
+        db.upgrade(engine, revision)
+        with engine.connect() as conn:
+            assert db.current_revision(engine) == MigrationContext.configure(conn).get_current_revision()
+    engine.dispose()

@@ -1,0 +1,185 @@
+"""Search results of earlier runs, reused while everything they depend on is unchanged.
+
+A warm `ragqual retrieval` over an unchanged corpus should not pay for loading qdrant-client
+and bm25s and searching again in Python. Each entry is keyed on all of its inputs:
+
+- dense hits: the embedded Qdrant folder's on-disk state (size, modification time and inode of
+  `meta.json` and of the collection's SQLite file, plus SQLite's own change counter), the
+  collection, the corpus fingerprint, the limit and the exact bytes of the query vector;
+- "this index holds the current corpus": the same state and fingerprint, so the ingest check
+  (which reads the points back) is skipped too;
+- BM25 rankings (see `pipeline.retrieval`): the chunk texts, the bm25s version, the query, k.
+
+Any write to the embedded folder (an ingest, a reset, a point someone added) changes its state
+and so misses every dense entry. A Qdrant server exposes no such state: its searches are never
+cached. Cached hits still go through the leak guard, which checks each hit's source file.
+A damaged entry is a miss with a warning.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import diskcache
+import numpy as np
+
+from ragqual.core.hashing import canonical_json, sha256_hex
+
+ENTRY_VERSION = 1
+SQLITE_HEADER = 100
+_CHANGE_COUNTER = slice(24, 28)  # SQLite's file change counter, bumped by every committed write
+
+
+@dataclass(frozen=True)
+class CachedHit:
+    """A dense hit as the retriever needs it (the leak guard reads `source` and `doc_id`)."""
+
+    chunk_id: str
+    doc_id: str
+    score: float
+    source: str
+
+
+class DenseIndex(Protocol):
+    def search_batch(self, vectors: np.ndarray, limit: int) -> list[list[Any]]: ...
+
+    def search(self, vector: np.ndarray, limit: int, score_threshold: float | None = None) -> list[Any]: ...
+
+
+def _file_state(path: Path) -> list[Any]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return [path.name, None]
+    state: list[Any] = [path.name, st.st_size, st.st_mtime_ns, st.st_ino]
+    if path.suffix == ".sqlite":
+        with path.open("rb") as handle:
+            state.append(handle.read(SQLITE_HEADER)[_CHANGE_COUNTER].hex())
+        state.append(path.with_name(path.name + "-journal").exists())
+    return state
+
+
+def embedded_state(folder: Path, collection: str) -> str | None:
+    """A digest of the embedded Qdrant folder's files that any write to `collection` changes.
+
+    None when the folder holds no Qdrant store yet (nothing to reuse).
+    """
+    meta = folder / "meta.json"
+    if not meta.is_file():
+        return None
+    storage = folder / "collection" / collection / "storage.sqlite"
+    return sha256_hex(canonical_json({"meta": _file_state(meta), "storage": _file_state(storage)}))
+
+
+def package_version(name: str) -> str:
+    """An installed package's version without importing it (its dist-info folder's name),
+    falling back to importlib.metadata."""
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.origin:
+        site = Path(spec.origin).resolve().parents[1]
+        found = sorted(site.glob(f"{name}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name.removeprefix(f"{name}-").removesuffix(".dist-info")
+    from importlib.metadata import version
+
+    return version(name)
+
+
+class SearchCache:
+    """A diskcache folder of search results; `read=False` only writes (a forced fresh run)."""
+
+    def __init__(self, directory: str | Path, *, read: bool = True):
+        self.cache = diskcache.Cache(str(directory))
+        self.read = read
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str, valid: Callable[[Any], bool]) -> Any | None:
+        if not self.read:
+            return None
+        try:
+            value = self.cache.get(key, default=None, retry=True)
+        except Exception as exc:  # noqa: BLE001 - a damaged cache costs time, never a run
+            warnings.warn(f"search cache entry {key[:12]} unreadable ({exc!r}); searching again", RuntimeWarning, stacklevel=2)
+            return None
+        if value is not None and not valid(value):
+            warnings.warn(f"search cache entry {key[:12]} has an unexpected shape; searching again", RuntimeWarning, stacklevel=2)
+            return None
+        return value
+
+    def put(self, key: str, value: Any) -> None:
+        self.cache.set(key, value, retry=True)
+
+    @staticmethod
+    def key(kind: str, **fields: Any) -> str:
+        return sha256_hex(canonical_json({"entry": ENTRY_VERSION, "kind": kind, **fields}))
+
+    def verified(self, scope: str) -> bool:
+        """True when an earlier run found the index current in exactly this state."""
+        return self.get(self.key("verified", scope=scope), lambda v: v is True) is True
+
+    def mark_verified(self, scope: str) -> None:
+        self.put(self.key("verified", scope=scope), True)
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+def index_scope(state: str, collection: str, fingerprint: str) -> str:
+    """What a dense result depends on besides the query: the stored points and the corpus."""
+    return sha256_hex(canonical_json({"state": state, "collection": collection, "fingerprint": fingerprint}))
+
+
+def _valid_hits(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(h, tuple) and len(h) == 4 and isinstance(h[0], str) and isinstance(h[2], float) for h in value
+    )
+
+
+class CachedDenseIndex:
+    """A dense index that answers from the cache and opens the real one only on a miss."""
+
+    def __init__(self, cache: SearchCache, scope: Callable[[], str], open_index: Callable[[], DenseIndex]):
+        """`scope()` is read now and again after each real search: results found while the
+        index changed under us are returned but not stored."""
+        self.cache = cache
+        self._scope_now = scope
+        self.scope = scope()
+        self._open_index = open_index
+
+    def _key(self, vector: np.ndarray, limit: int) -> str:
+        raw = np.ascontiguousarray(vector, dtype="<f4").tobytes()
+        return self.cache.key("dense", scope=self.scope, limit=limit, vector=sha256_hex(raw))
+
+    def search_batch(self, vectors: np.ndarray, limit: int) -> list[list[CachedHit]]:
+        keys = [self._key(v, limit) for v in vectors]
+        found: dict[int, list[CachedHit]] = {}
+        for i, key in enumerate(keys):
+            value = self.cache.get(key, _valid_hits)
+            if value is not None:
+                found[i] = [CachedHit(*h) for h in value]
+        self.cache.hits += len(found)
+        missing = [i for i in range(len(keys)) if i not in found]
+        self.cache.misses += len(missing)
+        if missing:
+            fresh = self._open_index().search_batch(np.stack([vectors[i] for i in missing]), limit)
+            keep = self._scope_now() == self.scope
+            for i, hits in zip(missing, fresh, strict=True):
+                found[i] = self._store(keys[i], hits, keep)
+        return [found[i] for i in range(len(keys))]
+
+    def search(self, vector: np.ndarray, limit: int, score_threshold: float | None = None) -> list[Any]:
+        if score_threshold is not None:  # not a shape the retriever caches
+            return self._open_index().search(vector, limit, score_threshold)
+        return self.search_batch(np.asarray(vector, dtype=np.float32).reshape(1, -1), limit)[0]
+
+    def _store(self, key: str, hits: Sequence[Any], keep: bool) -> list[CachedHit]:
+        kept = [CachedHit(str(h.chunk_id), str(h.doc_id), float(h.score), str(h.source)) for h in hits]
+        if keep:
+            self.cache.put(key, [(h.chunk_id, h.doc_id, h.score, h.source) for h in kept])
+        return kept

@@ -1,0 +1,77 @@
+"""A warm `ragqual retrieval` reuses earlier searches, gives the same numbers, and still sees tampering."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from qdrant_client import QdrantClient
+
+from tests.cli.conftest import invoke
+
+PROBE = """
+import sys
+from ragqual.cli.main import main
+try:
+    main(["--json", "retrieval"])
+except SystemExit as stop:
+    code = stop.code
+heavy = sorted(m for m in ("qdrant_client", "bm25s", "onnxruntime", "alembic", "ollama") if m in sys.modules)
+print(json.dumps({"code": code, "loaded": heavy}), file=sys.stderr)
+"""
+
+
+def _probe(workdir) -> tuple[dict, dict]:
+    env = {k: v for k, v in os.environ.items() if k != "RAGQUAL_DB"}
+    done = subprocess.run([sys.executable, "-c", "import json\n" + PROBE], cwd=workdir, env=env,
+                          capture_output=True, text=True, check=False, timeout=300)
+    status = json.loads(done.stderr.strip().splitlines()[-1])
+    return status, json.loads(done.stdout) if status["code"] == 0 else {}
+
+
+def test_a_warm_run_loads_neither_qdrant_nor_bm25s_nor_the_model(workdir):
+    cold = invoke("--json", "retrieval")
+    assert cold.exit_code == 0, cold.output
+    status, warm = _probe(workdir)
+    assert status == {"code": 0, "loaded": []}
+    assert warm["quality"] == json.loads(cold.stdout)["quality"]
+
+
+def test_without_the_cache_the_searches_run_again_to_the_same_numbers(workdir):
+    warm = invoke("--json", "retrieval")
+    fresh = invoke("--json", "--cache", "write-only", "retrieval")
+    off = invoke("--json", "--cache", "off", "retrieval")
+    assert warm.exit_code == fresh.exit_code == off.exit_code == 0, warm.output + fresh.output + off.output
+    quality = json.loads(warm.stdout)["quality"]
+    assert json.loads(fresh.stdout)["quality"] == quality == json.loads(off.stdout)["quality"]
+
+
+def _main(capsys, *args: str) -> tuple[int, str]:
+    """The real entry point (one-line errors, exit codes); (exit code, stdout + stderr)."""
+    from ragqual.cli.main import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return caught.value.code, out + err
+
+
+def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tmp_path, capsys):
+    assert invoke("retrieval").exit_code == 0
+    client = QdrantClient(path=str(workdir / "eval-results" / "qdrant"))
+    points, _ = client.scroll("ragqual_kb", limit=100, with_payload=True)
+    target = next(p for p in points if p.payload["doc_id"] == "larchwood-cabin-field-manual")
+    stranger = tmp_path / "notes.md"
+    stranger.write_text("# Notes\n", encoding="utf-8")
+    client.set_payload("ragqual_kb", payload={"source": str(stranger)}, points=[target.id])
+    client.close()
+
+    code, output = _main(capsys, "retrieval")
+    assert code == 1
+    assert f"chunk {target.payload['chunk_id']!r} comes from {stranger}" in output
+
+    assert invoke("corpus", "ingest").exit_code == 0  # the fix the message names
+    assert invoke("retrieval").exit_code == 0
