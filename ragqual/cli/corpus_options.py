@@ -16,9 +16,11 @@ only when a command touches `embedder`, `fingerprint` or `index`.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -285,18 +287,40 @@ def record_snapshot(corpus: CorpusContext, report: IngestReport) -> int:
     )
 
 
+def index_known_current(corpus: CorpusContext) -> bool:
+    """True when the embedded store is byte for byte as an earlier run found it: current."""
+    cache = corpus.search_cache()
+    scope = corpus.index_scope() if cache is not None else None
+    return cache is not None and scope is not None and cache.verified(scope)
+
+
+def preload(modules: Sequence[str]) -> threading.Thread:
+    """Import `modules` on a background thread while the caller does work that releases the GIL
+    (the embedding model runs in native code). A failure is left for the real import to raise."""
+
+    def load() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - reported by the import that needs the module
+                return
+
+    thread = threading.Thread(target=load, name="ragqual-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def ensure_ingested(corpus: CorpusContext, *, progress: bool | None = None) -> IngestReport | None:
     """Ingest when the eval points do not match the current fingerprint; returns the report, or None.
 
     An embedded store whose files are exactly as they were when an earlier run found it
     current is not opened at all (see adapters.search_cache).
     """
-    cache = corpus.search_cache()
-    scope = corpus.index_scope() if cache is not None else None
-    if cache is not None and scope is not None and cache.verified(scope):
+    if index_known_current(corpus):
         return None
     from ragqual.pipeline.ingest import ingest_if_changed
 
+    cache = corpus.search_cache()
     bar = show_progress(corpus.app) if progress is None else progress
     report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar)
     if cache is not None and (scope := corpus.index_scope()) is not None:

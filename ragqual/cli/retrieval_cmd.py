@@ -11,7 +11,14 @@ import click
 
 from ragqual.adapters.provenance import capture
 from ragqual.cli.context import AppContext
-from ragqual.cli.corpus_options import CorpusContext, corpus_options, ensure_ingested, load_corpus_context
+from ragqual.cli.corpus_options import (
+    CorpusContext,
+    corpus_options,
+    ensure_ingested,
+    index_known_current,
+    load_corpus_context,
+    preload,
+)
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.errors import InputError
@@ -32,10 +39,18 @@ class RetrievalOutcome:
 
 
 def build_retriever(corpus: CorpusContext) -> Retriever:
-    """The retriever over the ingested corpus; ingests first when the fingerprint changed."""
-    ensure_ingested(corpus)
+    """The retriever over the ingested corpus; ingests first when the fingerprint changed.
+
+    When the store must be opened (not known current), qdrant-client and bm25s are imported
+    on a background thread while the chunks are embedded: the model runs in native code
+    without the GIL, so on a cold run the ~2 s of imports mostly overlap it.
+    """
+    loading = None if index_known_current(corpus) else preload(["ragqual.pipeline.ingest", "bm25s"])
     chunks = corpus.chunks
     vectors = corpus.embedder.embed([embed_text_for_chunk(c, corpus.chunk_config) for c in chunks])
+    if loading is not None:
+        loading.join()
+    ensure_ingested(corpus)
     return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
                      memo=corpus.search_cache())
 

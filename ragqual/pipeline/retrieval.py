@@ -175,6 +175,8 @@ class Retriever:
         self._batch_share_ms = 0.0
         self._qvecs: dict[str, np.ndarray] = {}
         self._dense_memo: dict[tuple[str, int], dict[str, float]] = {}
+        self._bm25_memo: dict[tuple[str, int], dict[str, float]] = {}
+        self._sim_memo: dict[tuple[str, str], float] = {}
         self.memo = memo
         self._bm25_index: Any = None
         self._bm25_scope: str | None = None
@@ -244,6 +246,11 @@ class Retriever:
 
     def _bm25(self, query: str, k: int) -> dict[str, float]:
         k = min(k, len(self.order))
+        if (query, k) not in self._bm25_memo:
+            self._bm25_memo[(query, k)] = self._bm25_search(query, k)
+        return self._bm25_memo[(query, k)]
+
+    def _bm25_search(self, query: str, k: int) -> dict[str, float]:
         key = None
         if self.memo is not None:
             key = self.memo.key("bm25", scope=self._bm25_scope, query=query, k=k)
@@ -259,10 +266,16 @@ class Retriever:
     def similarity(self, qvec: np.ndarray, chunk_id: str) -> float:
         return float(np.dot(qvec, self.vectors[chunk_id]))
 
+    def _similarity(self, text: str, chunk_id: str) -> float:
+        """The rounded dense cosine of a query text and a chunk, computed once per pair."""
+        key = (text, chunk_id)
+        if key not in self._sim_memo:
+            self._sim_memo[key] = round(self.similarity(self._qvec(text), chunk_id), 6)
+        return self._sim_memo[key]
+
     def retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
         started = time.perf_counter()
         query = self._query_text(raw_query, config)
-        qvec = self._qvec(query)
         if config.strategy == "dense":
             scored = self._dense(query, config.candidate_k)
         elif config.strategy == "bm25":
@@ -275,7 +288,7 @@ class Retriever:
         if config.rerank:
             ranked = lexical_rerank(terms(raw_query), ranked, self.texts, self.chunk_terms)
         candidates = tuple(
-            Ranked(cid, self.chunks[cid].doc_id, round(scored[cid], 6), round(self.similarity(qvec, cid), 6),
+            Ranked(cid, self.chunks[cid].doc_id, round(scored[cid], 6), self._similarity(query, cid),
                    self.sources.get(cid, ""))
             for cid in ranked
         )

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, Table, insert, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -58,6 +58,31 @@ def _dump(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Append many rows of one shape with a single executemany straight through the driver.
+
+    SQLAlchemy's own executemany builds and processes the parameters row by row, about
+    12 µs a row on a 2-core machine; a retrieval run appends ~20,000 rows. Here the
+    statement is compiled once for the connection's dialect and each column's bind
+    processor (SQLite's datetime-to-text, for one) is applied directly, so the stored
+    values are exactly those SQLAlchemy would write (tests/store/test_bulk_insert.py).
+    """
+    if not rows:
+        return
+    conn = session.connection()
+    dialect = conn.dialect
+    keys = list(rows[0])
+    compiled = insert(table).compile(dialect=dialect, column_keys=keys)
+    process = {k: table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in keys}
+    order = list(compiled.positiontup) if compiled.positional else keys
+    convert = [(k, process[k]) for k in order]
+    if compiled.positional:
+        params: list[Any] = [tuple(row[k] if p is None else p(row[k]) for k, p in convert) for row in rows]
+    else:
+        params = [{k: row[k] if p is None else p(row[k]) for k, p in convert} for row in rows]
+    conn.exec_driver_sql(compiled.string, params)
 
 
 def _is_locked(exc: OperationalError) -> bool:
@@ -304,7 +329,7 @@ class RunStore:
             for t, c, g, m, v, ver in rows
         ]
         if payload:
-            session.execute(insert(MetricValue.__table__), payload)
+            bulk_insert(session, MetricValue.__table__, payload)
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
@@ -320,7 +345,7 @@ class RunStore:
              "chunk_id": r.chunk_id, "doc_id": r.doc_id, "score": r.score}
             for r in rows
         ]
-        self._write(lambda s: s.execute(insert(RetrievalResult.__table__), payload))
+        self._write(lambda s: bulk_insert(s, RetrievalResult.__table__, payload))
 
     # -- reads -------------------------------------------------------------------
     def get_run(self, run_id: int) -> RunInfo:
