@@ -179,15 +179,11 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 as an int8 ONNX file, run on the CPU; needs no network and no torch.
 
     Inputs longer than 256 word pieces (the model's training length) are truncated.
-    Texts are batched by length to limit padding; a text's vector does not depend
-    on the batch it lands in, nor on `threads` (default: up to 4 cores), beyond
-    float rounding.
-
     Texts are batched shortest first by a token budget (at most `token_budget` padded word
-    pieces and `batch_size` texts per batch): on this 2-core machine passages of ~200 word
+    pieces and `batch_size` texts per batch): on a 2-core machine passages of ~200 word
     pieces ran ~40% faster four to a batch than 32 to a batch, while short queries gain
-    from big batches. Vectors are bit for bit the same whatever the batching
-    (benchmarks/bench_embedder.py prints both).
+    from big batches. A text's vector does not depend on the batch it lands in nor on
+    `threads` (default: up to 4 cores); benchmarks/bench_embedder.py shows both.
 
     The id is the pinned file hash, so a run served entirely from the embedding cache
     never reads the 23 MB file; the file is hashed and checked against the pin before

@@ -23,12 +23,15 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import diskcache
 import numpy as np
 
 from ragqual.core.hashing import canonical_json, sha256_hex
+
+if TYPE_CHECKING:
+    from ragqual.pipeline.retrieval import DenseIndex
 
 ENTRY_VERSION = 1
 SQLITE_HEADER = 100
@@ -43,12 +46,6 @@ class CachedHit:
     doc_id: str
     score: float
     source: str
-
-
-class DenseIndex(Protocol):
-    def search_batch(self, vectors: np.ndarray, limit: int) -> list[list[Any]]: ...
-
-    def search(self, vector: np.ndarray, limit: int, score_threshold: float | None = None) -> list[Any]: ...
 
 
 def _file_state(path: Path) -> list[Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from importlib import resources
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
