@@ -7,8 +7,9 @@
     ├── CacheMiss                2  replay mode asked for an answer the cache lacks
     ├── GateFailed               1  a regression or a quality gate failed
     ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
-    └── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
-        └── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
+    ├── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
+    │   └── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
+    └── StorageFault             4  the history database failed (disk full, read-only, deleted or replaced)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ EXIT_OK = 0
 EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_SERVICE = 3
+EXIT_STORAGE = 4
 
 
 class RagqualError(Exception):
@@ -80,3 +82,9 @@ class ModelCallFailed(ServiceUnavailable):
         super().__init__(message)
         self.reason = reason  # "timeout" | "server_error" | "rejected" | "malformed"
         self.attempts = attempts
+
+
+class StorageFault(RagqualError):
+    """The history database could not be written: the message names the file and the fix."""
+
+    exit_code = EXIT_STORAGE

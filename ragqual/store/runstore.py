@@ -1,7 +1,10 @@
 """The append-only run store: the only code that writes history rows.
 
 Each public write is one short transaction, retried when SQLite reports the
-database as locked, so several processes can append to one file at once.
+database as locked, so several processes can append to one file at once. Every
+transaction ends by sealing the rows it appended (ragqual.store.sealing); a storage
+failure (disk full, read-only, the file deleted or replaced) becomes a one-line
+StorageFault (ragqual.store.faults).
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Table, insert, select
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.errors import InputError
-from ragqual.store import db
+from ragqual.store import db, faults, sealing
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
@@ -45,7 +48,9 @@ from ragqual.store.records import (
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
+RunRef = int | Callable[[], int | None] | None
 LOCK_RETRIES = 60
+END_EVENTS = ("finished", "interrupted", "failed")
 
 
 def utcnow() -> datetime:
@@ -85,6 +90,17 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     conn.exec_driver_sql(compiled.string, params)
 
 
+def _with_seal_head(detail: str | None, head: str | None) -> str:
+    """The end event's detail as a JSON object with the run's seal head added."""
+    try:
+        body = json.loads(detail) if detail else {}
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {"detail": detail}
+    return json.dumps({**body, "seal_head": head}, sort_keys=True)
+
+
 def _is_locked(exc: OperationalError) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database table is locked" in text or "busy" in text
@@ -93,9 +109,12 @@ def _is_locked(exc: OperationalError) -> bool:
 class RunStore:
     """Append rows to the history; read runs back as plain records."""
 
-    def __init__(self, engine: Engine, clock: Clock = utcnow):
+    def __init__(self, engine: Engine, clock: Clock = utcnow, *, seal: bool = True):
         self.engine = engine
         self.clock = clock
+        self.seal = seal  # False only to measure what sealing costs (benchmarks/bench_seal.py)
+        self._writer = db.writer(engine)
+        self._identity = faults.file_identity(engine.url)
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -104,18 +123,43 @@ class RunStore:
         return cls(engine, clock)
 
     # -- plumbing -------------------------------------------------------------
-    def _write(self, work: Callable[[Session], T]) -> T:
+    def _write(self, work: Callable[[Session], T], run_id: RunRef = None) -> T:
+        """One transaction: take the writers' lock, do `work`, seal what it appended, commit."""
+        faults.check_identity(self._identity)
         delay = 0.02
         for attempt in range(LOCK_RETRIES):
             try:
-                with Session(self.engine) as session, session.begin():
-                    return work(session)
+                result = self._transaction(work, run_id)
+                break
             except OperationalError as exc:
                 if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
-                    raise
+                    raise self._fault(exc) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
-        raise AssertionError("unreachable")
+            except IntegrityError:
+                raise
+            except DBAPIError as exc:
+                raise self._fault(exc) from exc
+        else:
+            raise AssertionError("unreachable")
+        faults.check_identity(self._identity)
+        if self._identity is None:
+            self._identity = faults.file_identity(self.engine.url)
+        return result
+
+    def _transaction(self, work: Callable[[Session], T], run_id: RunRef) -> T:
+        with Session(self._writer) as session, session.begin():
+            if not self.seal:
+                return work(session)
+            sealing.lock(session)
+            before = sealing.high_water(session)
+            result = work(session)
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id)
+            return result
+
+    def _fault(self, exc: DBAPIError) -> Exception:
+        """A StorageFault naming the file and the fix, or the error itself when it is not one."""
+        return faults.translate(exc, self.engine.url) or exc
 
     def _intern(self, model: type, lookup: dict[str, Any], values: dict[str, Any]) -> int:
         def find(session: Session) -> int | None:
@@ -166,11 +210,16 @@ class RunStore:
         return self._write(work)
 
     def add_event(self, run_id: int, event: str, detail: str | None = None) -> None:
-        self._write(
-            lambda s: s.execute(
-                insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=detail)
-            )
-        )
+        """Append an event; an end event (finished / interrupted / failed) records the run's
+        seal head at that moment under "seal_head" in its JSON detail."""
+
+        def work(session: Session) -> None:
+            text = detail
+            if self.seal and event in END_EVENTS:
+                text = _with_seal_head(detail, sealing.head(session, run_id))
+            session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
+
+        self._write(work, run_id)
 
     # -- deduplicated definitions ---------------------------------------------
     def intern_system_prompt(self, text: str) -> int:
@@ -283,7 +332,7 @@ class RunStore:
             return trial_id
 
         try:
-            return self._write(work)
+            return self._write(work, rec.run_id)
         except IntegrityError as exc:
             if "uq_trials_slot" in str(exc) or "trials.run_id" in str(exc) or "unique" in str(exc).lower():
                 raise InputError(
@@ -316,8 +365,14 @@ class RunStore:
     def append_scoring(
         self, trial_id: int, assertions: Sequence[AssertionRow], scores: Sequence[ScoreRow]
     ) -> str:
-        """A re-scoring of an old trial: new rows beside the old ones, which stay."""
-        return self._write(lambda s: self._insert_scoring(s, trial_id, assertions, scores, self.clock()))
+        """A re-scoring of an old trial: new rows beside the old ones, which stay (sealed to its run)."""
+        owner: list[int | None] = [None]
+
+        def work(session: Session) -> str:
+            owner[0] = session.execute(select(Trial.run_id).where(Trial.id == trial_id)).scalar_one_or_none()
+            return self._insert_scoring(session, trial_id, assertions, scores, self.clock())
+
+        return self._write(work, lambda: owner[0])
 
     def _insert_metrics(
         self, session: Session, run_id: int,
@@ -335,7 +390,7 @@ class RunStore:
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
     ) -> None:
         """(trial_id, case_id, group_key, metric, value, scorer_version) rows."""
-        self._write(lambda s: self._insert_metrics(s, run_id, rows, self.clock()))
+        self._write(lambda s: self._insert_metrics(s, run_id, rows, self.clock()), run_id)
 
     def append_retrieval_results(self, run_id: int, rows: Sequence[RetrievalRow]) -> None:
         if not rows:
@@ -345,7 +400,7 @@ class RunStore:
              "chunk_id": r.chunk_id, "doc_id": r.doc_id, "score": r.score}
             for r in rows
         ]
-        self._write(lambda s: bulk_insert(s, RetrievalResult.__table__, payload))
+        self._write(lambda s: bulk_insert(s, RetrievalResult.__table__, payload), run_id)
 
     # -- reads -------------------------------------------------------------------
     def get_run(self, run_id: int) -> RunInfo:
