@@ -9,6 +9,7 @@ StorageFault (ragqual.store.faults).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -21,6 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.redact import redact_argv, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
 from ragqual.store.models import (
@@ -88,6 +90,12 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     else:
         params = [{k: row[k] if p is None else p(row[k]) for k, p in convert} for row in rows]
     conn.exec_driver_sql(compiled.string, params)
+
+
+def redact_provenance(provenance: Provenance) -> Provenance:
+    """The provenance with credentials masked in argv and params."""
+    return dataclasses.replace(provenance, argv=tuple(redact_argv(provenance.argv)),
+                               params=redact_value(provenance.params))
 
 
 def _with_seal_head(detail: str | None, head: str | None) -> str:
@@ -183,6 +191,9 @@ class RunStore:
 
     # -- runs -----------------------------------------------------------------
     def start_run(self, kind: str, subject: str | None, provenance: Provenance) -> int:
+        """A new run with its provenance, credentials masked (ragqual.core.redact)."""
+        provenance = redact_provenance(provenance)
+
         def work(session: Session) -> int:
             now = self.clock()
             run_id = session.execute(
@@ -214,9 +225,9 @@ class RunStore:
         seal head at that moment under "seal_head" in its JSON detail."""
 
         def work(session: Session) -> None:
-            text = detail
+            text = None if detail is None else redact_text(detail)
             if self.seal and event in END_EVENTS:
-                text = _with_seal_head(detail, sealing.head(session, run_id))
+                text = _with_seal_head(text, sealing.head(session, run_id))
             session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
 
         self._write(work, run_id)
@@ -226,6 +237,9 @@ class RunStore:
         return self._intern(SystemPrompt, {"sha256": sha256_hex(text)}, {"text": text})
 
     def intern_variant(self, name: str, provider: str, model: str, config: dict[str, Any]) -> int:
+        """A variant's definition, credentials masked: variants that differ only by a password
+        share one row (their cache keys still differ: ragqual.core.cachekey)."""
+        name, model, config = redact_text(name), redact_text(model), redact_value(config)
         body = {"name": name, "provider": provider, "model": model, "config": config}
         return self._intern(
             VariantConfig,
@@ -311,7 +325,7 @@ class RunStore:
                     context=rec.context,
                     raw_output=_dump(rec.raw_output),
                     parsed_output=_dump(rec.parsed_output),
-                    error=rec.error,
+                    error=None if rec.error is None else redact_text(rec.error),
                     prompt_tokens=rec.prompt_tokens,
                     completion_tokens=rec.completion_tokens,
                     latency_ms=rec.latency_ms,
