@@ -127,7 +127,10 @@ class RunStore:
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
         engine = db.make_engine(url)
-        db.ensure_at_head(engine, auto_create=auto_create)
+        try:
+            db.ensure_at_head(engine, auto_create=auto_create)
+        except (DBAPIError, OSError) as exc:
+            raise (faults.translate(exc, engine.url) or exc) from exc
         return cls(engine, clock)
 
     # -- plumbing -------------------------------------------------------------
