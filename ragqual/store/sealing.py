@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, insert, select, text
+from sqlalchemy import Connection, Table, select
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
@@ -87,19 +87,49 @@ def _table(name: str) -> Table:
     return Base.metadata.tables[name]
 
 
+# -- reading rows as stored ------------------------------------------------------------------------
+# Seals are computed and verified from the values the driver returns, read with plain SQL
+# through the DB-API cursor: the same read path at both ends, no ORM type processing in
+# between, and a few times cheaper per transaction than SQLAlchemy statements.
+
+def _ph(dialect: str) -> str:
+    return "?" if dialect == "sqlite" else "%s"
+
+
+def columns(table: str) -> list[str]:
+    """The columns a row digest covers: the model's (a column added outside ragqual is not)."""
+    return [c.name for c in _table(table).columns]
+
+
+def read_rows(cursor: Any, dialect: str, table: str, above: int = 0) -> list[tuple[int, str]]:
+    """(id, digest) of every row of `table` with an id above `above`, in id order."""
+    names = columns(table)
+    cursor.execute(f"SELECT {', '.join(names)} FROM {table} WHERE id > {_ph(dialect)} ORDER BY id", (above,))
+    return [(row[0], row_digest(dict(zip(names, row, strict=True)))) for row in cursor.fetchall()]
+
+
+def _dbapi(session: Session) -> tuple[Any, str]:
+    conn = session.connection()
+    return conn.connection.dbapi_connection.cursor(), conn.dialect.name
+
+
 # -- writing --------------------------------------------------------------------------------------
 
 def lock(session: Session) -> None:
     """Serialise writers: SQLite already holds its write lock (BEGIN IMMEDIATE)."""
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_LOCK_KEY})
+        session.connection().exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_LOCK_KEY})")
 
 
-def high_water(conn: Connection | Session, tables: Sequence[str] = SEALED_TABLES) -> dict[str, int]:
+def high_water_sql(tables: Sequence[str] = SEALED_TABLES) -> str:
+    return "SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in tables)
+
+
+def high_water(session: Session, tables: Sequence[str] = SEALED_TABLES) -> dict[str, int]:
     """Each table's highest id, in one statement."""
-    parts = ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in tables)
-    row = conn.execute(text(f"SELECT {parts}")).one()
-    return dict(zip(tables, (int(v) for v in row), strict=True))
+    cursor, _ = _dbapi(session)
+    cursor.execute(high_water_sql(tables))
+    return dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
 
 
 @dataclass
@@ -115,12 +145,6 @@ class SealDraft:
         })
 
 
-def _new_rows(session: Session, table: str, above: int) -> list[tuple[int, str]]:
-    t = _table(table)
-    result = session.execute(select(t).where(t.c.id > above).order_by(t.c.id))
-    return [(row["id"], row_digest(row)) for row in result.mappings()]
-
-
 def head(session: Session | Connection, run_id: int | None = None) -> str | None:
     """The newest seal's digest: database-wide, or of one run."""
     query = select(Seal.digest).order_by(Seal.id.desc()).limit(1)
@@ -129,18 +153,29 @@ def head(session: Session | Connection, run_id: int | None = None) -> str | None
     return session.execute(query).scalar_one_or_none()
 
 
+def _heads(cursor: Any, dialect: str, run_id: int | None) -> tuple[str, str | None]:
+    p = _ph(dialect)
+    cursor.execute(f"SELECT (SELECT digest FROM seals ORDER BY id DESC LIMIT 1), "
+                   f"(SELECT digest FROM seals WHERE run_id = {p} ORDER BY id DESC LIMIT 1)", (run_id,))
+    prev, run_prev = cursor.fetchone()
+    return prev or GENESIS_PREV, run_prev
+
+
 def seal(session: Session, before: Mapping[str, int], run_id: int | None) -> str | None:
     """Append the seal of every row inserted since `before` (None when nothing was)."""
-    after = high_water(session, tuple(before))
-    draft = SealDraft({t: _new_rows(session, t, before[t]) for t in before if after[t] > before[t]})
+    cursor, dialect = _dbapi(session)
+    tables = tuple(before)
+    cursor.execute(high_water_sql(tables))
+    after = dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
+    draft = SealDraft({t: read_rows(cursor, dialect, t, before[t]) for t in tables if after[t] > before[t]})
     if not any(draft.rows.values()):
         return None
     if run_id is None and draft.rows.get("runs"):
         run_id = draft.rows["runs"][0][0]
-    prev = head(session) or GENESIS_PREV
-    run_prev = head(session, run_id) if run_id is not None else None
+    prev, run_prev = _heads(cursor, dialect, run_id)
     rows_text = draft.text()
     digest = seal_digest(prev, run_prev, run_id, rows_text)
-    session.execute(insert(Seal).values(kind="rows", run_id=run_id, prev_digest=prev,
-                                        run_prev_digest=run_prev, rows=rows_text, digest=digest))
+    p = _ph(dialect)
+    cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
+                   f"VALUES ('rows', {p}, {p}, {p}, {p}, {p})", (run_id, prev, run_prev, rows_text, digest))
     return digest

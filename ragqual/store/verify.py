@@ -24,7 +24,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from ragqual.store import sealing
-from ragqual.store.models import Base, Run, RunEvent, Seal, SEALED_TABLES
+from ragqual.store.models import Run, RunEvent, SEALED_TABLES, Seal
 
 RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results")
 
@@ -105,10 +105,13 @@ def _collect(seals: Sequence[Seal], run_ids: set[int] | None, verdict: Verdict) 
 
 
 def _current(engine: Engine, table: str) -> dict[int, str]:
-    t = Base.metadata.tables[table]
-    query = select(t).order_by(t.c.id)
-    with engine.connect() as conn:
-        return {row["id"]: sealing.row_digest(row) for row in conn.execute(query).mappings()}
+    """Every row's digest, read the way the seals were computed (sealing.read_rows)."""
+    conn = engine.raw_connection()
+    try:
+        cursor = conn.cursor()
+        return dict(sealing.read_rows(cursor, engine.dialect.name, table))
+    finally:
+        conn.close()
 
 
 def _check_rows(engine: Engine, sealed: _Sealed, run_ids: set[int] | None, verdict: Verdict) -> None:
