@@ -198,3 +198,22 @@ def normalise_url(value: str) -> str:
     if "://" in value:
         return value
     return f"sqlite:///{Path(value).resolve()}"
+
+
+def missing_guards(engine: Engine) -> list[str]:
+    """Append-only triggers a database at head should have and does not (someone dropped them)."""
+    from ragqual.store import guards
+    from ragqual.store.models import HISTORY_TABLES
+
+    dialect = engine.dialect.name
+    if dialect not in ("sqlite", "postgresql"):
+        return []
+    expected = guards.trigger_names(guards.alembic_version_guards(dialect))
+    for table in HISTORY_TABLES:
+        expected += guards.trigger_names(guards.update_delete_guards(dialect, table))
+        expected += [n for n in guards.trigger_names(guards.insert_guards(dialect, table)) if n.endswith("_no_replace")]
+    query = ("SELECT name FROM sqlite_master WHERE type = 'trigger'" if dialect == "sqlite"
+             else "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+    with engine.connect() as conn:
+        present = set(conn.execute(text(query)).scalars())
+    return [name for name in expected if name not in present]

@@ -21,6 +21,7 @@ functions, never by editing these, or an old migration would start meaning somet
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 PG_REFUSE_FUNCTION = """
@@ -129,3 +130,8 @@ def alembic_version_guards(dialect: str) -> list[str]:
         "CREATE TRIGGER alembic_version_no_truncate BEFORE TRUNCATE ON alembic_version "
         "FOR EACH STATEMENT EXECUTE FUNCTION ragqual_guard_alembic_version()",
     ]
+
+
+def trigger_names(statements: Sequence[str]) -> list[str]:
+    """The trigger names a list of guard statements creates."""
+    return [m[1] for s in statements for m in [re.search(r"CREATE TRIGGER (\w+)", s)] if m]

@@ -128,3 +128,13 @@ def test_previous_schema_history_is_unsealed_not_tampered(store_url, capsys):
     code, out, _ = ragqual(store_url, ["verify"], capsys)
     assert code == 0, out
     assert "1 sealed run(s), 1 unsealed" in out
+
+
+def test_db_current_notices_a_dropped_trigger(store_head_url, capsys):
+    assert ragqual(store_head_url, ["db", "current"], capsys)[0] == 0
+    dialect_sql = ("DROP TRIGGER trial_scores_append_only_update" if make_url(store_head_url).get_backend_name() == "sqlite"
+                   else "DROP TRIGGER trial_scores_append_only ON trial_scores")
+    _sql(store_head_url, dialect_sql)
+    code, out, err = ragqual(store_head_url, ["db", "current"], capsys)
+    assert code == 1
+    assert "trial_scores_append_only" in err and "ragqual verify" in err
