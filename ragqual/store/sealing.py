@@ -179,3 +179,24 @@ def seal(session: Session, before: Mapping[str, int], run_id: int | None) -> str
     cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
                    f"VALUES ('rows', {p}, {p}, {p}, {p}, {p})", (run_id, prev, run_prev, rows_text, digest))
     return digest
+
+
+def append_watermark(conn: Connection, tables: Sequence[str]) -> str:
+    """For a migration that writes history rows itself (a backfill): mark every row of `tables`
+    written so far as written before sealing covered them, in a `watermark` seal on the chain.
+    `verify` then reports those rows as unsealed instead of inserted outside ragqual.
+
+        from ragqual.store.sealing import append_watermark
+        append_watermark(op.get_bind(), ["case_aliases"])   # after the backfill
+    """
+    cursor = conn.connection.dbapi_connection.cursor()
+    dialect = conn.dialect.name
+    cursor.execute(high_water_sql(tables))
+    marks = dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
+    prev, _ = _heads(cursor, dialect, None)
+    rows_text = canonical_json({"watermark": marks})
+    digest = seal_digest(prev, None, None, rows_text)
+    p = _ph(dialect)
+    cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
+                   f"VALUES ('watermark', NULL, {p}, NULL, {p}, {p})", (prev, rows_text, digest))
+    return digest

@@ -90,8 +90,9 @@ def _collect(seals: Sequence[Seal], run_ids: set[int] | None, verdict: Verdict) 
         except ValueError:
             verdict.findings.append(Finding("seal", "seals", s.id, "its row list is not readable"))
             continue
-        if s.kind == "genesis":
-            sealed.watermark = {t: int(v) for t, v in body.get("watermark", {}).items()}
+        if s.kind in ("genesis", "watermark"):  # rows up to these ids predate their table's sealing
+            for t, v in body.get("watermark", {}).items():
+                sealed.watermark[t] = max(sealed.watermark.get(t, 0), int(v))
             continue
         if run_ids is not None and s.run_id is not None and s.run_id not in run_ids:
             continue

@@ -55,3 +55,19 @@ def test_every_write_is_sealed_and_chained(store_head_url):
     assert seals[0][1] == "genesis"
     assert all(later[3] == earlier[4] for earlier, later in zip(seals, seals[1:]))
     assert {s[2] for s in seals[1:]} == {None, run}  # definitions are sealed outside any run
+
+
+def test_a_migration_backfill_marked_with_a_watermark_is_unsealed_not_inserted(store_head_url):
+    """What a later migration that writes history rows itself does (e.g. backfilling a new table)."""
+    store = RunStore.open(store_head_url)
+    add_trial(store, store.start_run("generation", "rag", provenance()))
+    con = raw_connect(store_head_url)
+    con.execute("INSERT INTO system_prompts (sha256, text) VALUES ('b' || 'ackfill', 'written by a migration')")
+    con.commit()
+    con.close()
+    assert [f.kind for f in verify(store.engine).findings] == ["inserted"]
+    with store.engine.begin() as conn:
+        sealing.append_watermark(conn, ["system_prompts"])
+    verdict = verify(store.engine)
+    store.engine.dispose()
+    assert verdict.findings == []
