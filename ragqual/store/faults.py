@@ -9,10 +9,12 @@ deleted or replaced under a running process, which SQLite itself never reports.
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError
 
 from ragqual.errors import StorageFault
 
@@ -60,6 +62,8 @@ def _sqlstate(exc: BaseException) -> str:
 
 def translate(exc: BaseException, url: str | URL | None = None) -> StorageFault | None:
     """A StorageFault for a storage failure, None for anything else (re-raise that)."""
+    if not isinstance(exc, (DBAPIError, OSError, sqlite3.Error)):
+        return None
     message = str(getattr(exc, "orig", None) or exc).lower()
     where = shown(url)
     if isinstance(exc, OSError) and not any(k in message for k in _OS):
