@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from sqlalchemy import Engine, Table, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -144,13 +144,13 @@ class RunStore:
                 break
             except OperationalError as exc:
                 if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
-                    raise self._fault(exc) from exc
+                    self._raise_fault(exc)
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
             except IntegrityError:
                 raise
             except DBAPIError as exc:
-                raise self._fault(exc) from exc
+                self._raise_fault(exc)
         else:
             raise AssertionError("unreachable")
         faults.check_identity(self._identity)
@@ -168,9 +168,12 @@ class RunStore:
             sealing.seal(session, before, run_id() if callable(run_id) else run_id)
             return result
 
-    def _fault(self, exc: DBAPIError) -> Exception:
-        """A StorageFault naming the file and the fix, or the error itself when it is not one."""
-        return faults.translate(exc, self.engine.url) or exc
+    def _raise_fault(self, exc: DBAPIError) -> NoReturn:
+        """A StorageFault naming the file and the fix; any other error as it is."""
+        fault = faults.translate(exc, self.engine.url)
+        if fault is None:
+            raise exc
+        raise fault from exc
 
     def _intern(self, model: type, lookup: dict[str, Any], values: dict[str, Any]) -> int:
         def find(session: Session) -> int | None:
