@@ -142,19 +142,61 @@ class Comparison:
 
 # -- loading ---------------------------------------------------------------------------------------
 
+def is_baseline_file(spec: str) -> bool:
+    return Path(spec).is_file() or Path(spec.rpartition(":")[0]).is_file()
+
+
+@dataclass(frozen=True)
+class Side:
+    """`12`, `12:hybrid`, `path.json` or `path.json:mock/e2e`: a run or baseline file, and
+    optionally the one group of it to compare."""
+
+    target: str
+    group: str | None
+    is_file: bool
+
+
+def parse_side(spec: str) -> Side:
+    if Path(spec).is_file():
+        return Side(spec, None, True)
+    head, sep, tail = spec.rpartition(":")
+    if sep and Path(head).is_file():
+        return Side(head, tail or None, True)
+    target, group = (head, tail or None) if sep else (spec, None)
+    if not target.isdigit():
+        raise InputError(f"{spec!r} is neither a run id nor an existing baseline file (either may end in :GROUP)")
+    return Side(target, group, False)
+
+
 def load_side(spec: str, open_store: Callable[[], object], scorer_name: str = SCORER_NAME,
               scorer_version: int | None = None) -> Summary:
-    """A baseline file when `spec` names an existing path, else a run id of the history."""
-    if is_baseline_file(spec):
-        return load_baseline(spec)
-    if not spec.isdigit():
-        raise InputError(f"{spec!r} is neither a run id nor an existing baseline file")
-    store = open_store()
-    return summarise_run(store.engine, store.get_run(int(spec)), scorer_name, scorer_version)  # type: ignore[attr-defined]
+    """A baseline file or a run of the history; with `:group`, only that group of it."""
+    side = parse_side(spec)
+    if side.is_file:
+        summary = load_baseline(side.target)
+    else:
+        store = open_store()
+        summary = summarise_run(store.engine, store.get_run(int(side.target)), scorer_name,  # type: ignore[attr-defined]
+                                scorer_version)
+    return summary if side.group is None else only_group(summary, side.group)
 
 
-def is_baseline_file(spec: str) -> bool:
-    return Path(spec).is_file()
+def only_group(summary: Summary, label: str) -> Summary:
+    if label not in summary.groups:
+        known = ", ".join(sorted(summary.groups)) or "none"
+        raise InputError(f"{summary.source} has no group {label!r} (it has: {known})")
+    return replace(summary, source=f"{summary.source}:{label}", groups={label: summary.groups[label]})
+
+
+def pair_single_groups(base: Summary, new: Summary) -> tuple[Summary, Summary]:
+    """Two sides narrowed to one group each (`12:dense` against `12:hybrid`) are compared with
+    each other under the joint label `dense->hybrid`, whatever their names."""
+    if len(base.groups) != 1 or len(new.groups) != 1 or set(base.groups) == set(new.groups):
+        return base, new
+    (b_label, b_group), (n_label, n_group) = next(iter(base.groups.items())), next(iter(new.groups.items()))
+    label = f"{b_label}->{n_label}"
+    return (replace(base, groups={label: replace(b_group, label=label)}),
+            replace(new, groups={label: replace(n_group, label=label)}))
 
 
 def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], object],

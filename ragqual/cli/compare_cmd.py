@@ -32,6 +32,8 @@ from ragqual.app.comparison import (
     load_case_infos,
     load_side,
     metric_rng,
+    pair_single_groups,
+    parse_side,
 )
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import emit_document, format_option, markdown_table, output_format
@@ -102,10 +104,11 @@ def verdict_line(comparison: Comparison) -> str:
         return f"EQUIVALENT: every metric's interval lies within +-{opts.tolerance}"
     if not rows:
         return "NOTHING COMPARED"
-    largest = max(by[INCONCLUSIVE], key=lambda r: r.mde)
+    shown = by[INCONCLUSIVE][:3]
+    sizes = ", ".join(f">= {r.mde:.2f} ({r.metric}, n={r.n})" for r in shown)
+    more = f" and {len(by[INCONCLUSIVE]) - len(shown)} more" if len(by[INCONCLUSIVE]) > len(shown) else ""
     return (f"INCONCLUSIVE, no regression shown: {len(by[INCONCLUSIVE])} metric(s) can neither be called changed "
-            f"nor equivalent within +-{opts.tolerance}; with {largest.n} questions this comparison can only see "
-            f"changes >= {largest.mde:.2f} ({largest.group} {largest.metric})")
+            f"nor equivalent within +-{opts.tolerance}; this comparison can only see changes {sizes}{more}")
 
 
 # -- tables ----------------------------------------------------------------------------------------
@@ -179,7 +182,8 @@ def markdown_comment(comparison: Comparison) -> str:
     return "\n".join(parts)
 
 
-@click.command("compare")
+@click.command("compare", epilog="BASE and NEW take `RUN_ID`, `RUN_ID:GROUP`, `FILE` or `FILE:GROUP`; when both "
+               "name a group, those two groups are compared with each other (e.g. 12:dense 12:hybrid).")
 @click.argument("base")
 @click.argument("new")
 @click.option("--gate", type=click.Choice(GATES), default="stats", show_default=True,
@@ -215,6 +219,8 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
     base_summary = load_side(base, app.store, scorer_name, scorer_version)
     new_summary = load_side(new, app.store, scorer_name, scorer_version)
     options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag)
+    if parse_side(base).group and parse_side(new).group:
+        base_summary, new_summary = pair_single_groups(base_summary, new_summary)
     from_history = not (is_baseline_file(base) and is_baseline_file(new))
     cases = load_case_infos(base_summary, new_summary, app.store, from_history)
     comparison = compare(base_summary, new_summary, options, cases)

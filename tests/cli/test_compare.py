@@ -360,3 +360,15 @@ def test_swapping_base_and_new_mirrors_the_verdict(pairs, seed):
         assert other.verdict == mirror[row.verdict]
         assert other.delta == pytest.approx(-row.delta) and other.p_value == pytest.approx(row.p_value)
         assert (other.ci_low, other.ci_high) == pytest.approx((-row.ci_high, -row.ci_low), abs=1e-12)
+
+
+def test_two_named_groups_are_compared_with_each_other(head_db, store, capsys):
+    run = retrieval_run(store, {"dense": _hits(40, range(0)), "bm25": _hits(40, range(12))})
+    code, out, err = ragqual(head_db, ["--json", "compare", f"{run}:dense", f"{run}:bm25"], capsys)
+    assert code == 1, err
+    assert set(rows_of(out)) == {("dense->bm25", "hit@5")}
+    assert json.loads(out)["header"]["base"]["source"] == f"run {run}:dense"
+    code, out, _ = ragqual(head_db, ["--json", "compare", str(run), f"{run}:dense"], capsys)
+    assert code == 0 and set(rows_of(out)) == {("dense", "hit@5")}  # one named side: matched by name
+    code, _, err = ragqual(head_db, ["compare", f"{run}:nope", str(run)], capsys)
+    assert code == 2 and "has no group 'nope' (it has: bm25, dense)" in err
