@@ -10,7 +10,9 @@ out and counted. For each metric of each group present on both sides:
 * with clusters (`cluster="doc"`: questions sharing a relevant document, transitively) both kinds
   get the sign-flip test with one sign per cluster and the cluster bootstrap, and the standard
   error is the cluster-robust one;
-* the minimum detectable effect at `power` and `alpha` from the observed paired variance and n.
+* the minimum detectable effect at `power` and `alpha` from the observed paired variance and n
+  (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05);
+* intervals at confidence 1 - alpha.
 
 Holm adjusts the p-values over the gate family (every metric x group compared); the verdict is
 `ragqual.core.verdicts.verdict` on the adjusted p-value. The exploratory per-tag table uses
@@ -344,7 +346,7 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
     counts = stats.paired_counts(base, new) if binary else None
     if clusters is not None:
         test = "cluster-randomization"
-        lo, hi, p = _cluster_statistics(base, new, clusters, rng, options.resamples)
+        lo, hi, p = _cluster_statistics(base, new, clusters, rng, options.resamples, 1 - options.alpha)
     elif counts is not None:
         test = "mcnemar-exact"
         lo, hi = stats.newcombe_paired_interval(counts, 1 - options.alpha)
@@ -380,10 +382,10 @@ def _graded_statistics(base: list[float], new: list[float], rng: np.random.Gener
 
 
 def _cluster_statistics(base: list[float], new: list[float], clusters: list[int], rng: np.random.Generator,
-                        resamples: int) -> tuple[float, float, float]:
+                        resamples: int, confidence: float) -> tuple[float, float, float]:
     if base == new:
         return 0.0, 0.0, 1.0
-    ci = stats.cluster_bootstrap_ci(base, new, clusters, rng, n_resamples=resamples)
+    ci = stats.cluster_bootstrap_ci(base, new, clusters, rng, n_resamples=resamples, confidence=confidence)
     return ci.lo, ci.hi, stats.cluster_randomization_test(base, new, clusters, rng, n_permutations=resamples)
 
 

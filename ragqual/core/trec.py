@@ -70,6 +70,13 @@ def read_qrels(text: str, source: str) -> tuple[Qrels, dict[str, list[tuple[str,
     A judgement repeated for the same query is kept aside rather than refused here: trec_eval
     refuses it only for a query it evaluates (`check_like_trec_eval`). The first label stays.
     """
+    qrels, again, issues = _scan_qrels(text, source)
+    if issues:
+        raise ValidationFailed(issues)
+    return qrels, again
+
+
+def _scan_qrels(text: str, source: str) -> tuple[Qrels, dict[str, list[tuple[str, int]]], list[Issue]]:
     qrels: dict[str, dict[str, int]] = {}
     again: dict[str, list[tuple[str, int]]] = {}
     issues: list[Issue] = []
@@ -86,16 +93,14 @@ def read_qrels(text: str, source: str) -> tuple[Qrels, dict[str, list[tuple[str,
             again.setdefault(qid, []).append((docno, number))
         else:
             qrels[qid][docno] = label
-    if issues:
-        raise ValidationFailed(issues)
-    return qrels, again
+    return qrels, again, issues
 
 
 def parse_qrels(text: str, source: str) -> Qrels:
     """`read_qrels`, refusing any judgement repeated for a query."""
-    qrels, again = read_qrels(text, source)
-    issues = [Issue(source, line, f"document {doc!r} judged twice for query {qid!r}")
-              for qid, items in again.items() for doc, line in items]
+    qrels, again, issues = _scan_qrels(text, source)
+    issues += [Issue(source, line, f"document {doc!r} judged twice for query {qid!r}")
+               for qid, items in again.items() for doc, line in items]
     if issues:
         raise ValidationFailed(sorted(issues, key=lambda i: i.line or 0))
     return qrels
@@ -105,6 +110,13 @@ def read_run(text: str, source: str) -> tuple[Run, dict[str, list[tuple[str, flo
     """{qid: {docno: score}} from `qid Q0 docno rank score tag` lines, and the extra copies of
     documents retrieved more than once for a query: {qid: [(docno, score, line)]}. The copy with the
     highest score is the one kept (the one trec_eval ranks first)."""
+    run, copies, issues = _scan_run(text, source)
+    if issues:
+        raise ValidationFailed(issues)
+    return run, copies
+
+
+def _scan_run(text: str, source: str) -> tuple[Run, dict[str, list[tuple[str, float, int]]], list[Issue]]:
     run: dict[str, dict[str, float]] = {}
     copies: dict[str, list[tuple[str, float, int]]] = {}
     issues: list[Issue] = []
@@ -125,16 +137,14 @@ def read_run(text: str, source: str) -> tuple[Run, dict[str, list[tuple[str, flo
             docs[docno] = max(score, docs[docno])
         else:
             docs[docno] = score
-    if issues:
-        raise ValidationFailed(issues)
-    return run, copies
+    return run, copies, issues
 
 
 def parse_run(text: str, source: str) -> Run:
     """`read_run`, refusing any document retrieved twice for a query."""
-    run, copies = read_run(text, source)
-    issues = [Issue(source, line, f"document {doc!r} retrieved twice for query {qid!r}")
-              for qid, items in copies.items() for doc, _, line in items]
+    run, copies, issues = _scan_run(text, source)
+    issues += [Issue(source, line, f"document {doc!r} retrieved twice for query {qid!r}")
+               for qid, items in copies.items() for doc, _, line in items]
     if issues:
         raise ValidationFailed(sorted(issues, key=lambda i: i.line or 0))
     return run
