@@ -116,7 +116,7 @@ class _Caller:
             with call_deadline(self.timeout):
                 result = call()
         except (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError) as err:
-            raise self._transport_failure(err) from None
+            raise self._transport_failure(err, str(_unreachable(self.host))) from None
         except httpx.TimeoutException as err:
             raise Retryable("timeout", type(err).__name__) from None
         except httpx.TransportError as err:
@@ -132,11 +132,12 @@ class _Caller:
         self.answered = True
         return result
 
-    def _transport_failure(self, err: Exception) -> Exception:
+    def _transport_failure(self, err: Exception, detail: str | None = None) -> Exception:
         """Unreachable while the server never answered; afterwards one failed attempt, retried."""
         if not self.answered:
             return _unreachable(self.host)
-        return Retryable("transport", f"{type(err).__name__} from Ollama at {self.host}: {_one_line(str(err), 120)}")
+        return Retryable("transport", detail or f"{type(err).__name__} from Ollama at {self.host}: "
+                                                f"{_one_line(str(err), 120)}")
 
     def _response_error(self, err: ollama.ResponseError, model: str) -> Exception:
         if model and _is_missing_model(err):

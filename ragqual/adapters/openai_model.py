@@ -175,6 +175,8 @@ class OpenAIChatModel:
         """Unreachable while the server never answered; afterwards one failed attempt, retried."""
         if not self._answered:
             return self._unreachable(detail)
+        if isinstance(err, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return Retryable("transport", str(self._unreachable()))
         return Retryable("transport", f"{type(err).__name__} from {self.base_url}: {_one_line(str(err), 120)}")
 
     def _check_status(self, response: httpx.Response) -> None:
