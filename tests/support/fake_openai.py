@@ -15,7 +15,7 @@ for the n-th request (1-based, counting every request, warm-up included):
 
 Every request is one connection (HTTP/1.0). `server.requests` counts requests, `server.served`
 lists what each one got, and `server.dripped` how many bytes drip replies sent before the
-client went away.
+client went away; `server.arrivals` when each request came (time.monotonic()).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -60,6 +61,7 @@ class FakeOpenAI:
         self.reply = reply or _echo
         self.requests = 0
         self.served: list[str] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request
         self.dripped = 0
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -88,6 +90,7 @@ class FakeOpenAI:
     def take(self) -> str | None:
         with self.lock:
             self.requests += 1
+            self.arrivals.append(time.monotonic())
             fault = self.faults(self.requests)
             self.served.append(fault or "ok")
             return fault
