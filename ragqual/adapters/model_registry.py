@@ -12,7 +12,9 @@
 A new backend is one builder function and one entry in BUILDERS; the trial loop never changes.
 
 How long one model call may take before it counts as timed out (and is retried) comes from the
-caller, else the environment variable RAGQUAL_MODEL_TIMEOUT (seconds), else 120 s.
+caller, else the environment variable RAGQUAL_MODEL_TIMEOUT (seconds), else 120 s; the limit
+bounds the whole call, however slowly the server sends. How many times a failed call is tried
+again comes from the caller, else RAGQUAL_MODEL_RETRIES, else 2.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ragqual.errors import InputError
 
 TIMEOUT_ENV = "RAGQUAL_MODEL_TIMEOUT"
 DEFAULT_TIMEOUT = 120.0
+RETRIES_ENV = "RAGQUAL_MODEL_RETRIES"
+DEFAULT_RETRIES = 2
 
 
 @dataclass(frozen=True)
@@ -107,17 +111,29 @@ def model_timeout(timeout: float | None = None) -> float:
     return seconds
 
 
+def model_retries(retries: int | None = None) -> int:
+    """Retries after a failed attempt: `retries`, else RAGQUAL_MODEL_RETRIES, else 2."""
+    if retries is not None:
+        return retries
+    raw = os.environ.get(RETRIES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_RETRIES
+    if not raw.isdigit():
+        raise InputError(f"{RETRIES_ENV} must be a whole number of retries (0 or more), got {raw!r}")
+    return int(raw)
+
+
 def make_model(
     uri: str,
     *,
     mock_reply: Callable[[ChatRequest], str] | None = None,
     ollama_host: str | None = None,
     timeout: float | None = None,
-    retries: int = 2,
+    retries: int | None = None,
     **extra: Any,
 ) -> ChatModel:
-    """Build the chat model a URI names (`timeout` None: see `model_timeout`)."""
+    """Build the chat model a URI names (`timeout`, `retries` None: see `model_timeout`, `model_retries`)."""
     scheme, name = split_uri(uri)
     opts = ModelOptions(mock_reply=mock_reply, ollama_host=ollama_host, timeout=model_timeout(timeout),
-                        retries=retries, extra=extra or None)
+                        retries=model_retries(retries), extra=extra or None)
     return BUILDERS[scheme](name, opts)

@@ -4,11 +4,15 @@ Every failure the client can raise is translated here into the ragqual error tre
 
     builtin ConnectionError, httpx.ConnectError,
     httpx.ConnectTimeout, other TransportError -> ServiceUnavailable (not reachable, how to start it)
+                                               while the server has never answered; once it has,
+                                               retried with backoff, then ModelCallFailed
     ResponseError 404 (model not found)     -> ServiceUnavailable (names `ollama pull <model>`)
-    httpx.TimeoutException (read/write)     -> retried with backoff, then ModelCallFailed
+    the whole call over its time limit      -> retried with backoff, then ModelCallFailed
+                                               (the limit bounds the whole call: adapters.deadline)
     ResponseError 5xx (or a streamed error) -> retried with backoff, then ModelCallFailed
     other ResponseError (4xx)               -> ModelCallFailed, not retried
-    unparseable JSON / unexpected shape     -> ModelCallFailed, not retried
+    unparseable JSON / unexpected shape,    -> ModelCallFailed "malformed", not retried
+      a message whose content is null
 
 The client raises the builtin `ConnectionError` when a plain request cannot connect,
 but a streamed request lets `httpx.ConnectError` through untouched, so both are caught.
@@ -28,8 +32,9 @@ import httpx
 import ollama
 import pydantic
 
+from ragqual.adapters.deadline import call_deadline, deadline_transport
 from ragqual.adapters.llm import ChatRequest, ChatResponse
-from ragqual.adapters.retry import Retryable, with_retries
+from ragqual.adapters.retry import AttemptObserver, Retryable, with_retries
 from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable  # noqa: F401 - ModelCallFailed re-exported
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -96,29 +101,43 @@ class _Caller:
             raise InputError(f"retries must be 0 or more, got {retries}")
         self.host, self.model, self.timeout = host, model, timeout
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
+        self.observer: AttemptObserver | None = None  # the run's circuit breaker, when there is one
+        self.answered = False  # the server has answered once: it was reachable at the start
 
     def run(self, call: Callable[[], T], model: str | None = None) -> T:
         """Call, retrying what is worth retrying; `model` names another model in messages."""
         model = model or self.model
         return with_retries(lambda: self._translated(call, model), retries=self.retries, backoff=self.backoff,
-                            sleep=self.sleep, gave_up=lambda failure, n: self._gave_up(failure, n, model))
+                            sleep=self.sleep, gave_up=lambda failure, n: self._gave_up(failure, n, model),
+                            observer=self.observer)
 
     def _translated(self, call: Callable[[], T], model: str) -> T:
         try:
-            return call()
-        except (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError):
-            raise _unreachable(self.host) from None
+            with call_deadline(self.timeout):
+                result = call()
+        except (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError) as err:
+            raise self._transport_failure(err, str(_unreachable(self.host))) from None
         except httpx.TimeoutException as err:
             raise Retryable("timeout", type(err).__name__) from None
-        except httpx.TransportError:
-            raise _unreachable(self.host) from None
+        except httpx.TransportError as err:
+            raise self._transport_failure(err) from None
         except ollama.ResponseError as err:
+            self.answered = True
             raise self._response_error(err, model) from None
         except (json.JSONDecodeError, pydantic.ValidationError, _Malformed) as err:
             raise ModelCallFailed(
                 f"malformed response from Ollama at {self.host}: {_one_line(str(err))}",
                 reason="malformed", attempts=1,
             ) from None
+        self.answered = True
+        return result
+
+    def _transport_failure(self, err: Exception, detail: str | None = None) -> Exception:
+        """Unreachable while the server never answered; afterwards one failed attempt, retried."""
+        if not self.answered:
+            return _unreachable(self.host)
+        return Retryable("transport", detail or f"{type(err).__name__} from Ollama at {self.host}: "
+                                                f"{_one_line(str(err), 120)}")
 
     def _response_error(self, err: ollama.ResponseError, model: str) -> Exception:
         if model and _is_missing_model(err):
@@ -165,10 +184,18 @@ class OllamaChatModel:
         self.timeout = timeout
         self.stream = stream
         self.keep_alive = keep_alive
-        self._client = ollama.Client(host=self.host, timeout=timeout)
+        self._client = ollama.Client(host=self.host, timeout=timeout, transport=deadline_transport())
         self._caller = _Caller(self.host, model, timeout, retries, backoff, sleep)
         self._digest: str | None = None
         self._digest_known = False
+
+    @property
+    def observer(self) -> AttemptObserver | None:
+        return self._caller.observer
+
+    @observer.setter
+    def observer(self, value: AttemptObserver | None) -> None:
+        self._caller.observer = value
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         messages = self._messages(request)
@@ -226,7 +253,9 @@ class OllamaChatModel:
         if self.stream:
             text, final = _gather(reply)
         else:
-            text, final = reply.message.content or "", reply
+            if reply.message.content is None:
+                raise _Malformed("the reply's message content is null")
+            text, final = reply.message.content, reply
         latency_ms = (time.perf_counter() - started) * 1000.0
         return _to_response(text, final, latency_ms)
 

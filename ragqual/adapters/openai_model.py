@@ -22,12 +22,17 @@ by URL and model name; clear the cache when the weights behind a name change.
 
 Errors, as for the Ollama backend:
 
-    connection refused, DNS, other transport  -> ServiceUnavailable naming the URL
+    connection refused, DNS, other transport  -> ServiceUnavailable naming the URL, while the
+      before the server ever answered            server has never answered (unreachable at the start)
+    the same after it has answered once       -> retried with backoff, then ModelCallFailed
+      (a dropped or reset connection mid-run)
+    the whole call over its time limit,       -> retried with backoff, then ModelCallFailed
+      HTTP 429, HTTP 5xx                         (the limit bounds the whole call: see adapters.deadline)
     HTTP 404                                  -> ServiceUnavailable (wrong base URL or model)
     HTTP 401 / 403                            -> ServiceUnavailable (names the key variables)
-    read/write timeout, HTTP 429, HTTP 5xx    -> retried with backoff, then ModelCallFailed
     other HTTP 4xx                            -> ModelCallFailed, not retried
-    a body that is not a chat completion      -> ModelCallFailed, not retried
+    a body that is not a chat completion,     -> ModelCallFailed "malformed", not retried
+      or whose message content is null
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ from typing import Any
 
 import httpx
 
+from ragqual.adapters.deadline import call_deadline, deadline_transport
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
-from ragqual.adapters.retry import Retryable, with_retries
+from ragqual.adapters.retry import AttemptObserver, Retryable, with_retries
 from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable
 
 KEY_VARIABLES = ("RAGQUAL_OPENAI_API_KEY", "OPENAI_API_KEY")
@@ -125,7 +131,9 @@ class OpenAIChatModel:
         self.timeout, self.retries, self.backoff, self.sleep = timeout, retries, backoff, sleep
         key = api_key if api_key is not None else api_key_from_env()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport or deadline_transport())
+        self.observer: AttemptObserver | None = None  # the run's circuit breaker, when there is one
+        self._answered = False  # the server has answered at least once: it was reachable at the start
 
     def digest(self) -> None:
         """None: see the module docstring."""
@@ -139,7 +147,7 @@ class OpenAIChatModel:
     def chat(self, request: ChatRequest) -> ChatResponse:
         body, ignored = request_body(self.model, request)
         return with_retries(lambda: self._chat_once(body, ignored), retries=self.retries, backoff=self.backoff,
-                            sleep=self.sleep, gave_up=self._gave_up)
+                            sleep=self.sleep, gave_up=self._gave_up, observer=self.observer)
 
     def close(self) -> None:
         self._client.close()
@@ -150,16 +158,26 @@ class OpenAIChatModel:
         url = f"{self.base_url}/chat/completions"
         started = time.perf_counter()
         try:
-            response = self._client.post(url, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout):
-            raise self._unreachable() from None
+            with call_deadline(self.timeout):
+                response = self._client.post(url, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as err:
+            raise self._transport_failure(err, "") from None
         except httpx.TimeoutException as err:
             raise Retryable("timeout", type(err).__name__) from None
         except httpx.TransportError as err:
-            raise self._unreachable(f" ({type(err).__name__})") from None
+            raise self._transport_failure(err, f" ({type(err).__name__})") from None
+        self._answered = True
         latency_ms = (time.perf_counter() - started) * 1000.0
         self._check_status(response)
         return self._to_response(response, ignored, latency_ms)
+
+    def _transport_failure(self, err: httpx.TransportError, detail: str) -> Exception:
+        """Unreachable while the server never answered; afterwards one failed attempt, retried."""
+        if not self._answered:
+            return self._unreachable(detail)
+        if isinstance(err, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return Retryable("transport", str(self._unreachable()))
+        return Retryable("transport", f"{type(err).__name__} from {self.base_url}: {_one_line(str(err), 120)}")
 
     def _check_status(self, response: httpx.Response) -> None:
         status = response.status_code
@@ -184,7 +202,9 @@ class OpenAIChatModel:
         try:
             raw = response.json()
             message = raw["choices"][0]["message"]
-            text = message.get("content") or ""
+            text = message["content"]
+            if text is None:
+                raise TypeError("the message content is null")
             usage = raw.get("usage") or {}
             if not isinstance(text, str) or not isinstance(usage, dict):
                 raise TypeError("the message content is not text, or the usage is not an object")

@@ -2,8 +2,15 @@
 
 The eval chunks share a collection with the user's documents (so retrieval is measured on
 the real index settings) and are told apart by one reserved payload value, `EVAL_TAG`
-under the key `collection`. Every write adds or deletes only points carrying that value,
-and every read filters on it server-side; nothing here touches any other point.
+under the key `collection`. Every write adds only points carrying that value, and every read
+filters on it server-side.
+
+The tag alone does not make a point ragqual's: someone else may write it (as a string or inside
+a list). ragqual deletes only points it can prove it wrote: the point id is the uuid5 of the
+payload's chunk id in ragqual's own namespace, the tag is exactly the string, and the payload
+carries the ingest id and a sha256 of the id and the rest of the payload (`OWNER_HASH_KEY`),
+which must match. Tagged points that fail this are foreign: reset and ingest refuse (exit 1,
+naming them) and delete nothing; nothing here touches any other point.
 
 Embedded mode (`path=`) lets only one process at a time use a storage folder. Opening a
 held folder waits for it to be released, polling, then fails with one line that names
@@ -31,8 +38,9 @@ from qdrant_client import QdrantClient
 from qdrant_client.http import exceptions as qdrant_errors
 from qdrant_client.http import models
 
+from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv
-from ragqual.errors import InputError, ServiceUnavailable
+from ragqual.errors import ForeignPoints, InputError, ServiceUnavailable
 
 T = TypeVar("T")
 
@@ -48,6 +56,11 @@ UPSERT_BATCH = 256
 SCROLL_PAGE = 512
 TIE_MARGIN = 16  # extra candidates fetched so ties at the cut-off are broken by chunk id, not by chance
 _POINT_NAMESPACE = uuid.UUID("6f1e3c52-2f0b-4c1e-9a55-7d0c2b7e4a10")
+INGEST_KEY = "ragqual_ingest"  # the id of the ingest that wrote the point
+OWNER_HASH_KEY = "ragqual_sha256"  # sha256 of the point id and the rest of its payload
+_LEGACY_KEYS = frozenset({TAG_KEY, "doc_id", "chunk_id", "index", "text", "source", "fingerprint", "embedder",
+                          "total_chunks"})  # what ingests before the owner hash wrote
+FOREIGN_NAMED = 10
 _ACCEPTED_DISTANCES = (models.Distance.COSINE, models.Distance.DOT)  # same ranking for unit vectors
 
 
@@ -396,9 +409,10 @@ class EvalIndex:
         array = self._check_batch(chunks, vectors, sources)
         ids = [point_id(c.chunk_id) for c in chunks]
         self._refuse_foreign(ids)
-        stamp = {"fingerprint": fingerprint, "embedder": embedder_id, "total_chunks": len(chunks)}
+        stamp = {"fingerprint": fingerprint, "embedder": embedder_id, "total_chunks": len(chunks),
+                 INGEST_KEY: uuid.uuid4().hex}
         points = [
-            models.PointStruct(id=pid, vector=row.tolist(), payload=_payload(chunk, source, stamp))
+            models.PointStruct(id=pid, vector=row.tolist(), payload=owned_payload(pid, _payload(chunk, source, stamp)))
             for pid, chunk, row, source in zip(ids, chunks, array, sources)
         ]
         for start in range(0, len(points), UPSERT_BATCH):
@@ -428,13 +442,32 @@ class EvalIndex:
                 )
 
     def reset(self) -> int:
-        """Delete every eval point, by the eval filter only; returns how many there were."""
+        """Delete ragqual's own eval points, by id; returns how many there were.
+
+        Refuses (ForeignPoints, nothing deleted) when points ragqual did not write carry the tag.
+        """
         if not self.exists():
             return 0
-        before = self.count()
-        selector = models.FilterSelector(filter=eval_filter())
-        self._call(self.client.delete, self.collection, points_selector=selector, wait=True)
-        return before
+        ours = self.refuse_foreign_points()
+        for start in range(0, len(ours), UPSERT_BATCH):
+            selector = models.PointIdsList(points=ours[start : start + UPSERT_BATCH])
+            self._call(self.client.delete, self.collection, points_selector=selector, wait=True)
+        return len(ours)
+
+    def refuse_foreign_points(self) -> list[str]:
+        """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours."""
+        ours, foreign = [], []
+        for point in self._scroll(eval_filter()):
+            (ours if is_owned(point.id, point.payload) else foreign).append(str(point.id))
+        if foreign:
+            raise ForeignPoints(
+                f"Qdrant collection {self.collection!r} holds {len(foreign)} point(s) that carry ragqual's reserved "
+                f"tag ({TAG_KEY}: {EVAL_TAG}) but were not written by ragqual: {', '.join(foreign[:FOREIGN_NAMED])}"
+                f"{' ...' if len(foreign) > FOREIGN_NAMED else ''}. ragqual deletes only its own points, so nothing "
+                f"was changed: remove {EVAL_TAG!r} from those points' {TAG_KEY!r} payload, or give ragqual another "
+                f"--collection"
+            )
+        return ours
 
     # -- reads -------------------------------------------------------------------
     def count(self) -> int:
@@ -529,6 +562,28 @@ class EvalIndex:
     def _where(self) -> str:
         options = getattr(self.client, "init_options", {}) or {}
         return str(options.get("url") or options.get("path") or options.get("location") or "the Qdrant client")
+
+
+def owner_hash(pid: str, payload: Mapping[str, Any]) -> str:
+    """sha256 of a point's id and its payload without the hash itself."""
+    rest = {k: v for k, v in payload.items() if k != OWNER_HASH_KEY}
+    return sha256_hex(canonical_json({"id": str(pid), "payload": rest}))
+
+
+def owned_payload(pid: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {**payload, OWNER_HASH_KEY: owner_hash(pid, payload)}
+
+
+def is_owned(pid: Any, payload: Mapping[str, Any] | None) -> bool:
+    """True when ragqual wrote this point (see the module docstring); an older ingest's exact
+    payload shape under ragqual's own id counts as ragqual's too."""
+    payload = payload or {}
+    chunk_id = payload.get("chunk_id")
+    if payload.get(TAG_KEY) != EVAL_TAG or not isinstance(chunk_id, str) or str(pid) != point_id(chunk_id):
+        return False
+    if OWNER_HASH_KEY in payload:
+        return payload[OWNER_HASH_KEY] == owner_hash(str(pid), payload)
+    return set(payload) == _LEGACY_KEYS
 
 
 def _payload(chunk: Any, source: str, stamp: Mapping[str, Any]) -> dict[str, Any]:

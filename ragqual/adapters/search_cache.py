@@ -13,7 +13,8 @@ and bm25s and searching again in Python. Each entry is keyed on all of its input
 Any write to the embedded folder (an ingest, a reset, a point someone added) changes its state
 and so misses every dense entry. A Qdrant server exposes no such state: its searches are never
 cached. Cached hits still go through the leak guard, which checks each hit's source file.
-A damaged entry is a miss with a warning.
+Entries are JSON bytes in a data-only diskcache (see adapters.cache: nothing is unpickled); a
+damaged or planted entry is a miss with a warning.
 """
 
 from __future__ import annotations
@@ -25,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import diskcache
 import numpy as np
 
+from ragqual.adapters.cache import decode_json, encode_json, open_data_cache
 from ragqual.core.hashing import canonical_json, sha256_hex
 
 if TYPE_CHECKING:
     from ragqual.pipeline.retrieval import DenseIndex
 
-ENTRY_VERSION = 1
+ENTRY_VERSION = 2  # 1: pickled values; 2: JSON bytes
 SQLITE_HEADER = 100
 _CHANGE_COUNTER = slice(24, 28)  # SQLite's file change counter, bumped by every committed write
 
@@ -91,7 +92,7 @@ class SearchCache:
     """A diskcache folder of search results; `read=False` only writes (a forced fresh run)."""
 
     def __init__(self, directory: str | Path, *, read: bool = True):
-        self.cache = diskcache.Cache(str(directory))
+        self.cache = open_data_cache(directory)
         self.read = read
         self.hits = 0
         self.misses = 0
@@ -100,7 +101,8 @@ class SearchCache:
         if not self.read:
             return None
         try:
-            value = self.cache.get(key, default=None, retry=True)
+            stored = self.cache.get(key, default=None, retry=True)
+            value = None if stored is None else _tuples(decode_json(stored))
         except Exception as exc:  # noqa: BLE001 - a damaged cache costs time, never a run
             warnings.warn(f"search cache entry {key[:12]} unreadable ({exc!r}); searching again", RuntimeWarning, stacklevel=2)
             return None
@@ -110,7 +112,7 @@ class SearchCache:
         return value
 
     def put(self, key: str, value: Any) -> None:
-        self.cache.set(key, value, retry=True)
+        self.cache.set(key, encode_json(value), retry=True)
 
     @staticmethod
     def key(kind: str, **fields: Any) -> str:
@@ -125,6 +127,13 @@ class SearchCache:
 
     def close(self) -> None:
         self.cache.close()
+
+
+def _tuples(value: Any) -> Any:
+    """JSON gives lists: the pairs and rows inside a top-level list become tuples again."""
+    if isinstance(value, list):
+        return [tuple(v) if isinstance(v, list) else v for v in value]
+    return value
 
 
 def index_scope(state: str, collection: str, fingerprint: str) -> str:

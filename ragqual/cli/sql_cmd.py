@@ -1,27 +1,76 @@
 """`ragqual sql "SELECT ..."`: a read-only query over the history, printed as a table.
 
-The connection cannot write (SQLite `mode=ro` with `query_only`, a PostgreSQL read-only
-transaction), so a stray UPDATE is refused by the database itself. The views `v_run_status`,
-`v_trials` and `v_metric_means` are the easiest place to start.
+The statement cannot write, attach another file or create one, runs for `--timeout` seconds at
+most (default 30; Ctrl-C stops it within a second), and prints at most `--limit` rows (default
+1000; 0 = all, streamed with constant memory). See `ragqual.store.sql_console`. The views
+`v_run_status`, `v_trials` and `v_metric_means` are the easiest place to start.
 """
 
 from __future__ import annotations
 
+import csv
+import itertools
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
 import click
+import pandas as pd
 
 from ragqual.cli.context import AppContext
-from ragqual.cli.output import emit_frame, format_option, output_format
-from ragqual.store.queries import read_only_query
+from ragqual.cli.output import emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
+from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, QueryStream, open_query
 
 
 @click.command("sql")
 @click.argument("query")
+@click.option("--timeout", type=click.FloatRange(min=0), default=DEFAULT_TIMEOUT, show_default=True,
+              help="Stop the statement after this many seconds (0 = no limit).")
+@click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
+              help="Print at most this many rows (0 = all, streamed).")
 @format_option()
 @click.pass_obj
-def sql_cmd(app: AppContext, query: str, fmt: str) -> None:
+def sql_cmd(app: AppContext, query: str, timeout: float, limit: int, fmt: str) -> None:
     """Run one read-only SQL statement on the history database and print its rows."""
-    frame = read_only_query(app.db_url, query)
-    if frame is None:
-        click.echo("(the statement returned no rows)")
+    fmt = output_format(fmt, app.as_json)
+    with open_query(app.db_url, query, timeout=timeout, limit=limit) as stream:
+        if stream.columns is None:
+            click.echo("(the statement returned no rows)")
+            return
+        if limit:
+            emit_frame(pd.DataFrame(list(stream), columns=stream.columns), fmt)
+        else:
+            _stream(stream.columns, iter(stream), fmt)
+        if stream.more:
+            click.echo(f"(only the first {limit} rows are shown: --limit N for more, --limit 0 for all)", err=True)
+
+
+def _stream(columns: Sequence[str], rows: Iterator[tuple[Any, ...]], fmt: str) -> None:
+    """Print rows as they come, one batch at a time: memory stays constant."""
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
         return
-    emit_frame(frame, output_format(fmt, app.as_json))
+    first = True
+    if fmt == "json":
+        click.echo("[", nl=False)
+    for batch in iter(lambda: list(itertools.islice(rows, BATCH)), []):
+        frame = pd.DataFrame(batch, columns=list(columns))
+        if fmt == "json":
+            for record in frame_records(frame):
+                click.echo(("" if first else ",") + "\n  " + json.dumps(record), nl=False)
+                first = False
+        elif fmt == "markdown":
+            lines = markdown_table(frame).splitlines()
+            click.echo("\n".join(lines if first else lines[2:]))
+        else:
+            text = frame_to_text(frame, "table") if first else frame.round(4).to_string(index=False, header=False,
+                                                                                        na_rep="")
+            click.echo(text)
+        first = False
+    if fmt == "json":
+        click.echo("\n]" if not first else "]")
+    elif first:
+        click.echo(frame_to_text(pd.DataFrame(columns=list(columns)), fmt).rstrip("\n"))

@@ -14,7 +14,10 @@ How a run ends, as the last run_events row:
                   broke its contract, or any unexpected exception; finished trials kept, re-raised
 
 A `ModelCallFailed` (one call timed out or was rejected after its retries) is recorded on that
-trial as its error: every assertion fails with "not evaluated" and the trial scores 0.
+trial as its error: every assertion fails with "not evaluated" and the trial scores 0. After
+K failed attempts in a row the circuit breaker (`engine.breaker`) stops the run as `failed`,
+with one line saying how to resume it. A trial's raw output is capped before it is scored and
+stored (`engine.output_cap`); the row keeps the original size and a truncated flag.
 
 Concurrency uses daemon worker threads rather than ThreadPoolExecutor on purpose: the executor's
 threads are joined at interpreter exit, so one model call in flight (up to its timeout) would
@@ -34,7 +37,9 @@ from typing import Any
 from ragqual.adapters.provenance import capture
 from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
 from ragqual.engine.assertions import TrialContext
+from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
+from ragqual.engine.output_cap import cap_result, output_cap
 from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
@@ -273,6 +278,7 @@ class _Trials:
         self._prompt_ids: dict[str, int] = {}
         self._trial_failures = per_trial_failures()
         self.errors = 0
+        self.output_cap = output_cap()
 
     def execute(self, slot: Slot) -> _Done:
         try:
@@ -280,11 +286,14 @@ class _Trials:
         except self._trial_failures as exc:
             return _Done(slot, _trial_record(self.run_id, slot, None, str(exc), self.subject, self.scorers),
                          self.subject.system_prompt_for(slot.variant))
-        checked = _check_result(self.subject, slot, result)
+        capped = cap_result(_check_result(self.subject, slot, result), self.output_cap)
+        checked = capped.result
         prompt = checked.system_prompt
         if prompt is None:
             prompt = self.subject.system_prompt_for(slot.variant)
-        return _Done(slot, _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers), prompt)
+        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers)
+        record = replace(record, raw_output_bytes=capped.original_bytes, output_truncated=capped.truncated)
+        return _Done(slot, record, prompt)
 
     def store_done(self, done: _Done) -> int:
         record = done.record
@@ -398,6 +407,7 @@ def run(
     plan = RunPlan(list(variants), list(cases), list(modes if modes is not None else subject.modes), repeats)
     scorers = list(scorers) if scorers is not None else default_scorers()
     _validate(subject, plan, max_concurrency)
+    output_cap()  # a bad RAGQUAL_MAX_OUTPUT_BYTES is refused before the run starts
     variant_ids = _record_variants(store, subject, services, plan.variants)
     case_pks = _record_cases(store, subject, plan.cases)
     slots = _slots(plan, case_pks, variant_ids)
@@ -436,6 +446,10 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
     except KeyboardInterrupt:
         _end(store, run_id, "interrupted", {"trials_stored": count[0], "of": len(pending)})
         raise
+    except CircuitOpen as exc:
+        _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
+                                       "error": f"{type(exc).__name__}: {exc}"})
+        raise exc.for_run(run_id, _resume_command(subject)) from None
     except BaseException as exc:
         _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
                                        "error": f"{type(exc).__name__}: {exc}"})
@@ -443,6 +457,10 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
     _end(store, run_id, "finished", {"trials_stored": count[0], "errors": trials.errors})
     return RunOutcome(run_id, "finished", count[0], skipped, trials.errors,
                       services.model_calls - calls_before, services.cache_hits - hits_before)
+
+
+def _resume_command(subject: Subject) -> str:
+    return "ragqual generation" if subject.run_kind == "generation" else "ragqual run"
 
 
 def _end(store: RunStore, run_id: int, event: str, detail: dict[str, Any]) -> None:

@@ -4,7 +4,10 @@
 the provider, model name, model digest, the full request and the repeat index, and asks the
 cache. Only a real miss reaches the model; before the first real call to a model it is warmed
 up once (evict other models, one throwaway generation), so cache hits and replays never wake
-a server. Counters let callers and tests see exactly how many model calls a run made.
+a server. The warm-up is tried once per model, whether or not it succeeds: a failed warm-up is
+that trial's error, never repeated by the next trial. Every attempt of every call reports to
+the run's circuit breaker (`engine.breaker`). Counters let callers and tests see exactly how
+many model calls a run made.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from ragqual.adapters.cache import ResponseCache
 from ragqual.adapters.llm import ChatModel, ChatRequest, ChatResponse
 from ragqual.core.cachekey import response_cache_key
+from ragqual.engine.breaker import CircuitBreaker, breaker_threshold
 from ragqual.engine.subject import Variant
 
 ModelFactory = Callable[[str], ChatModel]
@@ -37,8 +41,10 @@ def _warm(model: ChatModel, options: dict[str, Any]) -> None:
 class TrialServices:
     """Model access for subjects; safe to use from several worker threads at once."""
 
-    def __init__(self, cache: ResponseCache, model_factory: ModelFactory, *, warm_up: bool = True):
+    def __init__(self, cache: ResponseCache, model_factory: ModelFactory, *, warm_up: bool = True,
+                 breaker: CircuitBreaker | None = None):
         self.cache = cache
+        self.breaker = breaker
         self._factory = model_factory
         self._warm_up = warm_up
         self._models: dict[str, ChatModel] = {}
@@ -53,7 +59,10 @@ class TrialServices:
         """The chat model of a variant, built once per model URI."""
         with self._lock:
             if variant.model not in self._models:
-                self._models[variant.model] = self._factory(variant.model)
+                model = self._factory(variant.model)
+                if self.breaker is not None and hasattr(model, "observer"):
+                    model.observer = self.breaker  # backends with retries report each attempt
+                self._models[variant.model] = model
             return self._models[variant.model]
 
     def describe(self, variant: Variant) -> dict[str, Any]:
@@ -94,19 +103,21 @@ class TrialServices:
         with self._warm_lock:
             if uri in self._warmed:
                 return
-            _warm(model, dict(options))
-            self._warmed.add(uri)
+            self._warmed.add(uri)  # before the call: a warm-up that fails is not repeated per trial
             self.warm_ups += 1
+            _warm(model, dict(options))
 
 
 def services_for(subject: Any, cache: ResponseCache, *, ollama_host: str | None = None,
-                 warm_up: bool = True) -> TrialServices:
-    """Services whose models come from `model_registry`, with the subject's own mock."""
+                 warm_up: bool = True, max_failures: int | None = None) -> TrialServices:
+    """Services whose models come from `model_registry`, with the subject's own mock, and a
+    circuit breaker of `max_failures` (else RAGQUAL_MAX_FAILURES, else 5) consecutive failures."""
     from ragqual.adapters.model_registry import make_model
     from ragqual.engine.subject import Subject
 
     has_mock = type(subject).mock_reply is not Subject.mock_reply
     reply = subject.mock_reply if has_mock else None
     return TrialServices(
-        cache, lambda uri: make_model(uri, mock_reply=reply, ollama_host=ollama_host), warm_up=warm_up
+        cache, lambda uri: make_model(uri, mock_reply=reply, ollama_host=ollama_host), warm_up=warm_up,
+        breaker=CircuitBreaker(breaker_threshold(max_failures)),
     )

@@ -1,6 +1,8 @@
 """Ingest the corpus into the eval points: chunk, embed (with a progress bar), replace.
 
-An ingest is always a full rebuild. Every chunk is embedded before anything is deleted,
+An ingest is always a full rebuild. Points that carry the eval tag but were not written by
+ragqual stop it before any work (exit 1, naming them; see adapters.qdrant_store): ragqual
+never deletes a point it did not create. Every chunk is embedded before anything is deleted,
 so a failing embedder leaves the previous eval points in place; then the old eval points
 go and the new ones are written, each stamped with the corpus fingerprint and the total
 chunk count, which is how `manifest()` later tells a finished ingest from a broken one.
@@ -116,6 +118,7 @@ def ingest(
     fingerprint = fingerprint_of(docs, chunk_config, embedder.id)
     chunks = chunk_corpus(docs, chunk_config)
     index.ensure_collection()  # a wrong vector size fails before any embedding time is spent
+    index.refuse_foreign_points()  # so do points someone else tagged: they are never deleted
     embed_started = clock()
     vectors = embed_chunks(chunks, chunk_config, embedder, progress=progress)
     embed_seconds = clock() - embed_started

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 from collections.abc import Sequence
@@ -156,6 +157,11 @@ class Retriever:
 
     With a `memo`, BM25 rankings are read from and written to it, keyed on `bm25_scope`;
     the bm25s index is then built only when a query misses.
+
+    Safe to share between the trial loop's worker threads: `retrieve` and `prefetch` hold one
+    lock, so the lazily built BM25 index, the memos and the dense index (qdrant-client's local
+    mode is not documented as thread-safe) are only ever used by one thread at a time, and the
+    BM25 index is published only once it is fully built.
     """
 
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
@@ -178,6 +184,7 @@ class Retriever:
         self._bm25_memo: dict[tuple[str, int], dict[str, float]] = {}
         self._sim_memo: dict[tuple[str, str], float] = {}
         self.memo = memo
+        self._lock = threading.RLock()
         self._bm25_index: Any = None
         self._bm25_scope: str | None = None
         if memo is not None:
@@ -187,14 +194,16 @@ class Retriever:
 
     @property
     def bm25(self) -> Any:
-        """The bm25s index of the chunks, built on first use."""
-        if self._bm25_index is None:
-            import bm25s
+        """The bm25s index of the chunks, built on first use and published only when complete."""
+        with self._lock:
+            if self._bm25_index is None:
+                import bm25s
 
-            logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().level))  # bm25s logs each index build at DEBUG
-            self._bm25_index = bm25s.BM25()
-            self._bm25_index.index(self._tokenize([self.texts[cid] for cid in self.order]), show_progress=False)
-        return self._bm25_index
+                logging.getLogger("bm25s").setLevel(max(logging.WARNING, logging.getLogger().level))  # bm25s logs each index build at DEBUG
+                index = bm25s.BM25()
+                index.index(self._tokenize([self.texts[cid] for cid in self.order]), show_progress=False)
+                self._bm25_index = index
+            return self._bm25_index
 
     @staticmethod
     def _tokenize(texts: list[str]):
@@ -210,6 +219,10 @@ class Retriever:
 
         Each query's reported latency then includes an equal share of this batched work.
         """
+        with self._lock:
+            self._prefetch(raw_queries, configs)
+
+    def _prefetch(self, raw_queries: Sequence[str], configs: Sequence[RetrievalConfig]) -> None:
         started = time.perf_counter()
         texts = list(dict.fromkeys(self._query_text(q, c) for q in raw_queries for c in configs))
         todo = [t for t in texts if t not in self._qvecs]
@@ -274,6 +287,10 @@ class Retriever:
         return self._sim_memo[key]
 
     def retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
+        with self._lock:
+            return self._retrieve(raw_query, config)
+
+    def _retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
         started = time.perf_counter()
         query = self._query_text(raw_query, config)
         if config.strategy == "dense":

@@ -149,6 +149,8 @@ class Trial(Base):
     cache_key: Mapped[str | None] = mapped_column(String(64))
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    raw_output_bytes: Mapped[int | None] = mapped_column(Integer)  # before the output cap
+    output_truncated: Mapped[bool | None] = mapped_column(Boolean)  # raw output cut to the cap
 
 
 class AssertionResult(Base):

@@ -12,10 +12,7 @@ The SQL is written for SQLite and PostgreSQL alike. Two choices shape every repo
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
-from urllib.parse import quote
 
 import pandas as pd
 from sqlalchemy import Engine, bindparam, text
@@ -246,61 +243,11 @@ class QueryRefused(InputError):
 
 
 def read_only_query(url: str, sql: str) -> pd.DataFrame | None:
-    """Run one statement on a read-only connection; None when it returns no rows.
+    """Run one statement read-only (see `sql_console`: no writes, no ATTACH, 30 s at most) and
+    return all its rows; None when it returns no rows."""
+    from ragqual.store.sql_console import open_query
 
-    SQLite is opened with `mode=ro` and `PRAGMA query_only=ON`, PostgreSQL inside a
-    `READ ONLY` transaction that is rolled back, so nothing can be written either way.
-    """
-    parsed = make_url(url)
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        return _sqlite_read_only(parsed.database or "", sql)
-    if backend == "postgresql":
-        return _postgres_read_only(url, sql)
-    raise InputError(f"read-only queries are supported on SQLite and PostgreSQL, not {backend}")
-
-
-def _sqlite_read_only(database: str, sql: str) -> pd.DataFrame | None:
-    if not database or database == ":memory:" or not Path(database).is_file():
-        raise InputError(f"no history database at {database or ':memory:'}: run a command that records one first")
-    conn = sqlite3.connect(f"file:{quote(str(Path(database).resolve()))}?mode=ro", uri=True)
-    try:
-        conn.execute("PRAGMA query_only=ON")
-        cur = conn.execute(sql)
-        if cur.description is None:
+    with open_query(url, sql, limit=0) as stream:
+        if stream.columns is None:
             return None
-        return pd.DataFrame(cur.fetchall(), columns=[d[0] for d in cur.description])
-    except (sqlite3.Error, sqlite3.Warning) as exc:
-        raise _refusal(str(exc)) from None
-    finally:
-        conn.close()
-
-
-def _postgres_read_only(url: str, sql: str) -> pd.DataFrame | None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.exc import DBAPIError
-
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-            try:
-                result = conn.exec_driver_sql(sql)
-            except DBAPIError as exc:
-                raise _refusal(str(exc.orig).strip()) from None
-            if not result.returns_rows:
-                conn.rollback()
-                return None
-            frame = pd.DataFrame(result.fetchall(), columns=list(result.keys()))
-            conn.rollback()
-            return frame
-    finally:
-        engine.dispose()
-
-
-def _refusal(message: str) -> QueryRefused:
-    lowered = message.lower()
-    if "readonly" in lowered or "read-only" in lowered or "read only" in lowered:
-        return QueryRefused(f"ragqual sql is read-only and the statement would write ({message}); "
-                            "the history is changed only by ragqual's own commands")
-    return QueryRefused(f"the query failed: {message}")
+        return pd.DataFrame(list(stream), columns=stream.columns)

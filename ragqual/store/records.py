@@ -97,6 +97,8 @@ class TrialRecord:
     scores: tuple[ScoreRow, ...] = ()
     metrics: dict[str, float | None] = field(default_factory=dict)
     case_id: str = ""
+    raw_output_bytes: int | None = None  # size of the raw output before the cap (engine.output_cap)
+    output_truncated: bool | None = None  # the stored raw output was cut to the cap
 
 
 @dataclass(frozen=True)

@@ -340,6 +340,8 @@ class RunStore:
                     cache_key=rec.cache_key,
                     cache_hit=rec.cache_hit,
                     created_at=now,
+                    raw_output_bytes=rec.raw_output_bytes,
+                    output_truncated=rec.output_truncated,
                 )
                 .returning(Trial.id)
             ).scalar_one()

@@ -7,6 +7,8 @@ noretrieval  no context at all (the model's parametric baseline)
 
 from __future__ import annotations
 
+import threading
+
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -80,6 +82,7 @@ class RagSubject(Subject):
         self.texts = {d.doc_id: d.text for d in documents}
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
+        self._retriever_lock = threading.Lock()
         self.retrieval_config = retrieval_config or RetrievalConfig()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
         self._provenance = provenance or {}
@@ -94,11 +97,13 @@ class RagSubject(Subject):
         return dict(self._provenance)
 
     def retriever(self) -> Retriever:
-        if self._retriever is None:
-            if self._retriever_factory is None:
-                raise InputError("e2e mode needs the retrieval pipeline, and none was configured")
-            self._retriever = self._retriever_factory()
-        return self._retriever
+        """Built on first use, once, even when several trials ask at the same moment."""
+        with self._retriever_lock:
+            if self._retriever is None:
+                if self._retriever_factory is None:
+                    raise InputError("e2e mode needs the retrieval pipeline, and none was configured")
+                self._retriever = self._retriever_factory()
+            return self._retriever
 
     def golden(self, case: Case) -> Golden:
         return self.goldens[case.id]

@@ -110,7 +110,7 @@ def test_off_mode_never_stores(tmp_path):
 
 def test_corrupt_entry_is_a_miss_with_a_warning(tmp_path):
     cache = ResponseCache.at(tmp_path / "c", "auto")
-    cache.cache.set("k", {"v": 1, "response": {"nonsense": True}})
+    cache.cache.set("k", b'{"v": 2, "response": {"nonsense": true}}')  # JSON, but not a stored answer
     model = Counter()
     with pytest.warns(UserWarning, match="corrupt"):
         answer, hit = cache.get_or_call("k", model)

@@ -16,10 +16,14 @@ from qdrant_client.http import models
 
 from ragqual.adapters.qdrant_store import (
     EVAL_TAG,
+    INGEST_KEY,
+    OWNER_HASH_KEY,
     HOLDER_FILE,
     TAG_KEY,
     EvalIndex,
     Hit,
+    is_owned,
+    owner_hash,
     default_wait_seconds,
     open_qdrant,
     point_id,
@@ -128,10 +132,14 @@ def test_add_writes_the_documented_payload_under_deterministic_ids(client):
     index.ensure_collection()
     index.add([chunk("a", 2, "hello")], unit(1)[None, :], ["/c/a.md"], fingerprint="f" * 64, embedder_id="fake:1")
     (record,) = client.retrieve(COLLECTION, ids=[point_id("a#2")], with_payload=True)
-    assert record.payload == {
+    ingest_id = record.payload[INGEST_KEY]
+    written = {
         TAG_KEY: EVAL_TAG, "doc_id": "a", "chunk_id": "a#2", "index": 2, "text": "hello", "source": "/c/a.md",
-        "fingerprint": "f" * 64, "embedder": "fake:1", "total_chunks": 1,
+        "fingerprint": "f" * 64, "embedder": "fake:1", "total_chunks": 1, INGEST_KEY: ingest_id,
     }
+    assert len(ingest_id) == 32
+    assert record.payload == {**written, OWNER_HASH_KEY: owner_hash(point_id("a#2"), written)}
+    assert is_owned(record.id, record.payload)
     assert point_id("a#2") == point_id("a#2") != point_id("a#3")
 
 

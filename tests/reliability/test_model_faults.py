@@ -1,7 +1,8 @@
 """Model server faults seen through the CLI: the real `ollama` client against a stand-in server.
 
-A server that cannot serve at all (refused, gone mid-run, model not pulled) stops the run with
-exit 3 and one line saying what to run; a fault in one call (a reply that never ends, a 500,
+A server that cannot serve at all (refused at the start, model not pulled) stops the run with
+exit 3 and one line saying what to run; a server gone mid-run fails calls until the circuit
+breaker trips (exit 3, one line saying how to resume); a fault in one call (a reply that never ends, a 500,
 malformed JSON) is retried where that makes sense and then recorded on that trial, and the run
 goes on. Whatever finished before a fault is kept.
 """
@@ -13,6 +14,7 @@ import json
 import pytest
 
 from ragqual.adapters.model_registry import TIMEOUT_ENV, make_model, model_timeout
+from ragqual.engine.breaker import THRESHOLD_ENV
 from ragqual.errors import InputError
 from tests.reliability.conftest import (
     SlowReply,
@@ -79,26 +81,35 @@ def test_missing_model_names_ollama_pull(project):
     assert count_trials(project) == 0
 
 
-def test_a_server_gone_mid_run_fails_the_run_with_exit_3_and_keeps_what_finished(project):
+def test_a_server_gone_mid_run_trips_the_breaker_with_exit_3_and_keeps_what_finished(project):
     reply = SlowReply(0.3)
     with FakeOllama(reply=reply) as server:
         host = server.url
         child = project.start(*generation_args(host, 8, "--no-mock-line"))
         seen_alive = wait_for_trials(project, child, at_least=2)
-        server.stop()  # the next request is refused
+        server.stop()  # every later request is refused: retried, recorded, then the breaker trips
         stdout, stderr = child.communicate(timeout=120)
 
     assert child.returncode == 3, stderr
     assert_no_traceback(stderr)
-    assert last_line(stderr) == (f"ragqual: error: Ollama is not reachable at {host}: start it with "
-                                 "`ollama serve` or pass --ollama-host / set OLLAMA_HOST")
     run_id = only_run_id(project)
+    assert last_line(stderr) == (
+        f"ragqual: error: the model server failed 5 calls in a row (last: Ollama is not reachable at {host}: "
+        "start it with `ollama serve` or pass --ollama-host / set OLLAMA_HOST); "
+        f"run {run_id} stopped as failed: when the server answers again, finish it with "
+        f"`ragqual generation --resume {run_id}` (the limit is RAGQUAL_MAX_FAILURES, default 5)")
     kept = count_trials(project)
-    assert seen_alive <= kept < 8
-    assert reply.answered - 1 <= kept <= reply.answered
+    answered = project.scalar("SELECT COUNT(*) FROM trials WHERE error IS NULL")
+    failed = project.query("SELECT error FROM trials WHERE error IS NOT NULL")
+    assert seen_alive <= answered < 8
+    assert reply.answered - 1 <= answered <= reply.answered
+    # 3 attempts of one trial, recorded as its error, then 2 attempts of the next: the breaker trips
+    assert [e for (e,) in failed] == [f"Ollama at {host} failed on 'tiny' after 3 attempts: Ollama is not "
+                                      f"reachable at {host}: start it with `ollama serve` or pass "
+                                      "--ollama-host / set OLLAMA_HOST"]
     assert run_events(project, run_id) == ["started", "failed"]
     detail = json.loads(project.scalar("SELECT detail FROM run_events WHERE run_id=? AND event='failed'", (run_id,)))
-    assert detail["trials_stored"] == kept and detail["error"].startswith("ServiceUnavailable: Ollama is not reachable")
+    assert detail["trials_stored"] == kept and detail["error"].startswith("CircuitOpen: the model server failed 5")
 
 
 # -- one call fails: recorded on its trial, the run goes on -----------------------------------------
@@ -110,7 +121,7 @@ def test_hang_500_and_malformed_json_are_recorded_per_trial_and_the_run_finishes
                 + ["http_500"] * (ATTEMPTS - 1))    # trial 4: the last retry succeeds
     with ScheduledFaults(schedule, hang_seconds=10.0) as server:
         result = project.run(*generation_args(server.url, 5, "--no-mock-line"),
-                             env={TIMEOUT_ENV: MODEL_TIMEOUT})
+                             env={TIMEOUT_ENV: MODEL_TIMEOUT, THRESHOLD_ENV: "10"})  # 6 failures in a row here
         host, chats, left = server.url, server.calls["/api/chat"], server.schedule
 
     assert result.returncode == 0, result.stderr

@@ -23,6 +23,9 @@ calls in `fault_paths` (chat, generate, embed by default):
                       the wait is bounded and ends at shutdown, so it never blocks a test
     "http_500"        500 {"error": "..."}
     "malformed_json"  200 with a body that is not valid JSON
+    "drip"            a normal non-stream reply sent one byte every `drip_seconds`
+                      (`server.dripped` counts the bytes sent before the client left)
+    "null_content"    a non-stream chat reply whose message content is null
 
 `fault_times=N` limits a fault to the first N faultable calls, to test recovery.
 Every request is logged in `server.requests` as (path, json body or None), and
@@ -44,7 +47,7 @@ from typing import Any
 
 Reply = Callable[[dict[str, Any]], str]
 
-FAULTS = ("missing_model", "hang", "http_500", "malformed_json")
+FAULTS = ("missing_model", "hang", "http_500", "malformed_json", "drip", "null_content")
 MODEL_CALL_PATHS = ("/api/chat", "/api/generate", "/api/embed")
 SERVER_ERROR_TEXT = "llama runner process has terminated: exit status 2"
 LOAD_DURATION_NS = 5_000_000
@@ -106,6 +109,7 @@ class FakeOllama:
         embed_dim: int = 8,
         chunk_words: int = 2,
         hang_seconds: float = 30.0,
+        drip_seconds: float = 0.05,
     ):
         present = DEFAULT_MODELS if models is None else models
         self.models = {tagged(name): digest for name, digest in present.items()}
@@ -117,6 +121,8 @@ class FakeOllama:
         self.embed_dim = embed_dim
         self.chunk_words = chunk_words
         self.hang_seconds = hang_seconds
+        self.drip_seconds = drip_seconds
+        self.dripped = 0
         self.requests: list[tuple[str, Any]] = []
         self.calls: Counter[str] = Counter()
         self.faults_served = 0
@@ -266,7 +272,30 @@ class _OllamaHandler(BaseHTTPRequestHandler):
             self._send_raw(200, b'{"model": "' + model.encode() + b'", "message": {"role": "assis')
         elif fault == "hang":
             self._hang((body or {}).get("stream", True) and self.path != "/api/embed", model)
+        elif fault in ("drip", "null_content"):
+            reply = {"model": model, "created_at": CREATED_AT, "done": True, "done_reason": "stop",
+                     "message": {"role": "assistant", "content": None if fault == "null_content" else "ready"},
+                     "response": "ready"}
+            data = json.dumps(reply).encode()
+            if fault == "null_content":
+                self._send_raw(200, data)
+            else:
+                self._drip(data)
         return True
+
+    def _drip(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.flush()
+        for i in range(len(data)):
+            if self.fake._stopping.wait(self.fake.drip_seconds):
+                return
+            self.wfile.write(data[i:i + 1])
+            self.wfile.flush()
+            with self.fake._lock:
+                self.fake.dripped += 1
 
     def _hang(self, streaming: bool, model: str) -> None:
         if streaming:

@@ -1,0 +1,158 @@
+"""Model-server faults through the real clients (httpx for OpenAI-compatible servers, the `ollama`
+client for Ollama) against stand-in servers on 127.0.0.1.
+
+Unreachable at the start is a ServiceUnavailable (the run cannot begin); a dropped or reset
+connection once the server has answered is one failed attempt, retried and then recorded on
+the trial; the time limit bounds the whole call, however slowly the server sends; a reply whose
+content is null is malformed; the circuit breaker stops a run after K failed attempts in a row.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ragqual.adapters.llm import ChatMessage, ChatRequest
+from ragqual.adapters.ollama_chat import OllamaChatModel
+from ragqual.adapters.openai_model import OpenAIChatModel
+from ragqual.engine.breaker import CircuitBreaker, CircuitOpen
+from ragqual.errors import ModelCallFailed, ServiceUnavailable
+from tests.support.fake_ollama import FakeOllama
+from tests.support.fake_openai import FakeOpenAI, after, always, completion
+
+QUESTION = ChatRequest(system="", messages=(ChatMessage("user", "hello"),))
+
+
+def no_sleep(seconds: float) -> None:
+    return None
+
+
+def openai(server: FakeOpenAI, **kwargs) -> OpenAIChatModel:
+    kwargs.setdefault("timeout", 5.0)
+    kwargs.setdefault("retries", 2)
+    return OpenAIChatModel(server.base_url, "m", sleep=no_sleep, **kwargs)
+
+
+# -- 1. a dropped connection mid-run is a retried attempt, not "unreachable" -------------------------
+
+@pytest.mark.parametrize("fault", ["drop", "reset"])
+def test_a_connection_lost_after_the_server_answered_is_retried(fault):
+    with FakeOpenAI(faults=lambda i: fault if i == 2 else None) as server:
+        model = openai(server)
+        assert model.chat(QUESTION).text == "echo: hello"
+        answer = model.chat(QUESTION)  # request 2 is lost, request 3 answers
+        served = list(server.served)
+    assert answer.text == "echo: hello"
+    assert served == ["ok", fault, "ok"]
+
+
+@pytest.mark.parametrize("fault", ["drop", "reset"])
+def test_a_connection_lost_on_every_attempt_fails_that_call_only(fault):
+    with FakeOpenAI(faults=after(1, fault)) as server:
+        model = openai(server)
+        model.chat(QUESTION)
+        with pytest.raises(ModelCallFailed, match="after 3 attempts") as failure:
+            model.chat(QUESTION)
+        requests = server.requests
+    assert (failure.value.reason, failure.value.attempts, requests) == ("transport", 3, 4)
+
+
+def test_a_server_that_drops_its_first_connection_is_unreachable_at_the_start():
+    with FakeOpenAI(faults=always("reset")) as server:
+        with pytest.raises(ServiceUnavailable, match="no OpenAI-compatible server is reachable") as failure:
+            openai(server).chat(QUESTION)
+    assert not isinstance(failure.value, ModelCallFailed)
+
+
+def test_ollama_gone_after_answering_is_retried_then_a_trial_error():
+    server = FakeOllama().start()
+    model = OllamaChatModel("tiny", host=server.url, timeout=5.0, retries=1, sleep=no_sleep)
+    try:
+        assert model.chat(QUESTION).text == "echo: hello"
+    finally:
+        server.stop()  # every later connection is refused
+    with pytest.raises(ModelCallFailed, match="after 2 attempts") as failure:
+        model.chat(QUESTION)
+    assert failure.value.reason == "transport"
+
+
+# -- 2. the time limit bounds the whole call ------------------------------------------------------
+
+def test_a_slow_drip_openai_server_is_cut_at_the_time_limit():
+    body_bytes = len(__import__("json").dumps(completion("echo: hello")).encode())
+    with FakeOpenAI(faults=always("drip"), drip_seconds=0.05) as server:
+        model = openai(server, timeout=1.0, retries=0)
+        with pytest.raises(ModelCallFailed, match="timed out") as failure:
+            model.chat(QUESTION)
+        dripped = server.dripped
+    assert failure.value.reason == "timeout"
+    # every single read came within 0.05 s; only a limit on the whole call stops it early
+    assert dripped < body_bytes
+
+
+def test_a_slow_drip_ollama_server_is_cut_at_the_time_limit():
+    with FakeOllama(fault="drip", fault_paths=("/api/chat",), drip_seconds=0.05) as server:
+        model = OllamaChatModel("tiny", host=server.url, timeout=1.0, retries=0, sleep=no_sleep)
+        with pytest.raises(ModelCallFailed, match="timed out") as failure:
+            model.chat(QUESTION)
+        dripped = server.dripped
+    assert failure.value.reason == "timeout"
+    assert dripped < 120  # the whole reply is longer than 120 bytes
+
+
+# -- 5. content: null is a malformed reply ------------------------------------------------------
+
+def test_null_content_from_an_openai_server_is_malformed():
+    with FakeOpenAI(faults=always("null_content")) as server:
+        with pytest.raises(ModelCallFailed, match="malformed response.*content is null") as failure:
+            openai(server).chat(QUESTION)
+        requests = server.requests
+    assert (failure.value.reason, requests) == ("malformed", 1)
+
+
+def test_null_content_from_ollama_is_malformed():
+    with FakeOllama(fault="null_content", fault_paths=("/api/chat",)) as server:
+        model = OllamaChatModel("tiny", host=server.url, timeout=5.0, retries=2, sleep=no_sleep)
+        with pytest.raises(ModelCallFailed, match="malformed response.*content is null") as failure:
+            model.chat(QUESTION)
+    assert failure.value.reason == "malformed"
+
+
+def test_an_empty_answer_is_still_an_answer():
+    with FakeOpenAI(reply=lambda body: "") as server:
+        assert openai(server).chat(QUESTION).text == ""
+
+
+# -- 3. the circuit breaker ---------------------------------------------------------------------
+
+def test_the_breaker_trips_on_the_kth_consecutive_failure_and_a_success_resets_it():
+    breaker = CircuitBreaker(3)
+    breaker.attempt_failed("a")
+    breaker.attempt_failed("b")
+    breaker.attempt_succeeded()
+    breaker.attempt_failed("c")
+    breaker.attempt_failed("d")
+    with pytest.raises(CircuitOpen, match=r"failed 3 calls in a row \(last: e\)"):
+        breaker.attempt_failed("e")
+    with pytest.raises(CircuitOpen):
+        breaker.before_attempt()
+
+
+def test_a_breaker_of_zero_never_trips():
+    breaker = CircuitBreaker(0)
+    for _ in range(100):
+        breaker.attempt_failed("x")
+    breaker.before_attempt()
+
+
+def test_the_breaker_stops_a_hung_server_after_k_attempts_across_calls():
+    with FakeOpenAI(faults=always("hang")) as server:
+        model = openai(server, timeout=0.3, retries=2)
+        model.observer = CircuitBreaker(5)
+        with pytest.raises(ModelCallFailed, match="timed out after 3 attempts"):
+            model.chat(QUESTION)
+        with pytest.raises(CircuitOpen, match="failed 5 calls in a row"):
+            model.chat(QUESTION)
+        with pytest.raises(CircuitOpen):
+            model.chat(QUESTION)  # an open breaker sends nothing
+        requests = server.requests
+    assert requests == 5
