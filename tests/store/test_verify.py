@@ -110,12 +110,23 @@ def test_swapped_rows_are_reported_as_reordered(store_head_url, capsys):
     assert "trial_scores row 1: re-ordered: holds what seal" in out and "recorded for row 2" in out
 
 
+def _old_trial(store: RunStore, run_id: int) -> None:
+    """A trial with the columns `trials` had at 0003 (later migrations add columns the live store writes)."""
+    case_pk = store.record_case("rag", "case-1", "case-1", {"id": "case-1", "query": "q?"})
+    variant = store.intern_variant("mock", "mock", "mock", {"temperature": 0})
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO trials (run_id, case_pk, variant_id, mode, repeat_index, raw_output, cache_hit, created_at) "
+            f"VALUES ({run_id}, {case_pk}, {variant}, 'e2e', 0, 'answer', false, '2026-11-29 10:00:00')"
+        )
+
+
 def test_previous_schema_history_is_unsealed_not_tampered(store_url, capsys):
     engine = db.make_engine(store_url)
     db.upgrade(engine, "0003")
     old = RunStore(engine, seal=False)  # writes exactly what ragqual wrote before sealing existed
     run = old.start_run("generation", "rag", provenance())
-    add_trial(old, run)
+    _old_trial(old, run)
     old.add_event(run, "finished")
     db.upgrade(engine)
     engine.dispose()
