@@ -33,9 +33,8 @@ from typing import Any
 
 from ragqual.adapters.provenance import capture
 from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
-from ragqual.engine.assertions import TrialContext
 from ragqual.engine.cases import Case
-from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
+from ragqual.engine.scorers import Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
 from ragqual.errors import InputError, ModelCallFailed
@@ -235,13 +234,10 @@ def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
                   subject: Subject, scorers: Sequence[Scorer]) -> TrialRecord:
     case = slot.case
-    if result is None:
-        evaluated = not_evaluated(case.assertions, f"the trial failed: {error}")
-        metrics: dict[str, float | None] = {}
-    else:
-        ctx = TrialContext(case=case, mode=slot.mode, context=result.context, variant=slot.variant)
-        evaluated = evaluate_all(case.assertions, result.output, ctx)
-        metrics = dict(subject.extra_metrics(case, slot.mode, result.output, result))
+    scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
+                         output=result.output if result is not None else None,
+                         context=result.context if result is not None else None, error=error,
+                         variant=slot.variant)
     t = result.telemetry if result is not None else None
     return TrialRecord(
         run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,
@@ -253,8 +249,8 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         completion_tokens=t.completion_tokens if t else None, latency_ms=t.latency_ms if t else None,
         load_ms=t.load_ms if t else None, cost=t.cost if t else None,
         cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
-        assertions=tuple(e.row() for e in evaluated), scores=score_rows(scorers, evaluated, error),
-        metrics=metrics, case_id=case.id,
+        assertions=scored.assertions, scores=scored.scores,
+        metrics=scored.metrics, case_id=case.id, metrics_version=scored.metrics_version,
     )
 
 

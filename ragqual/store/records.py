@@ -97,6 +97,7 @@ class TrialRecord:
     scores: tuple[ScoreRow, ...] = ()
     metrics: dict[str, float | None] = field(default_factory=dict)
     case_id: str = ""
+    metrics_version: int = 1  # the subject's metrics version, stored as metric_values.scorer_version
 
 
 @dataclass(frozen=True)
