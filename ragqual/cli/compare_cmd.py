@@ -31,6 +31,7 @@ import click
 import numpy as np
 import pandas as pd
 
+from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import emit_document, format_option, output_format
 from ragqual.core.scoring import SCORER_NAME
@@ -185,14 +186,14 @@ def _statistics(
 
 # -- loading either side ---------------------------------------------------------------------------
 
-def load_side(app: AppContext, spec: str, scorer_name: str = SCORER_NAME, scorer_version: int | None = None) -> Summary:
-    """A baseline file when `spec` names an existing path, else a run id."""
+def load_side(app: AppContext, spec: str, scorer_name: str = SCORER_NAME, scorer_version: int | None = None,
+              allow_incomplete: bool = False) -> Summary:
+    """A baseline file when `spec` names an existing path, else a run id (refused unless finished)."""
     if Path(spec).is_file():
         return load_baseline(spec)
     if not spec.isdigit():
         raise InputError(f"{spec!r} is neither a run id nor an existing baseline file")
-    store = app.store()
-    return summarise_run(store.engine, store.get_run(int(spec)), scorer_name, scorer_version)
+    return gated_summary(app.store(auto_create=False), int(spec), scorer_name, scorer_version, allow_incomplete)
 
 
 # -- output ----------------------------------------------------------------------------------------
@@ -252,21 +253,27 @@ def _verdict_line(comparison: Comparison) -> str:
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass` of a run.")
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
+@click.option("--allow-incomplete", is_flag=True, help="Compare a run whose last event is not `finished` "
+              "(every row then names it).")
 @format_option()
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, tolerance: float, metrics: tuple[str, ...],
                 every_metric: bool, seed: int, resamples: int, scorer_name: str, scorer_version: int | None,
-                fmt: str) -> None:
+                allow_incomplete: bool, fmt: str) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression beyond the tolerance."""
     comparison = compare_summaries(
-        load_side(app, base, scorer_name, scorer_version), load_side(app, new, scorer_name, scorer_version),
+        load_side(app, base, scorer_name, scorer_version, allow_incomplete),
+        load_side(app, new, scorer_name, scorer_version, allow_incomplete),
         tolerance, metrics, seed, resamples, every_metric,
     )
     fmt = output_format(fmt, app.as_json)
     title = f"compare: BASE {comparison.base.source} -> NEW {comparison.new.source}"
     notes = comparison.notes + ([] if fmt == "json" else [_verdict_line(comparison)])
     header = comparison_header(comparison) if fmt == "json" else _text_header(comparison)
-    emit_document(title, header, [("metrics", comparison_frame(comparison))], fmt, notes)
+    frame = comparison_frame(comparison)
+    if incomplete := incomplete_sources(comparison.base, comparison.new):
+        frame["incomplete"], notes = incomplete, [*notes, f"{incomplete}: compared with --allow-incomplete"]
+    emit_document(title, header, [("metrics", frame)], fmt, notes)
     if comparison.regressions:
         names = ", ".join(f"{r.group} {r.metric} ({r.diff:+.4f})" for r in comparison.regressions)
         raise GateFailed(f"{len(comparison.regressions)} metric(s) regressed beyond the tolerance {tolerance}: {names}")

@@ -166,7 +166,7 @@ def _percentile(values: pd.Series, p: float) -> float:
 # -- the command -------------------------------------------------------------------------------------
 
 def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
-    store = app.store()
+    store = app.store(auto_create=False)
     if run_id is not None and last:
         raise InputError("give either a RUN_ID or --last, not both")
     if run_id is None and not last:
@@ -188,5 +188,5 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
                scorer_name: str, scorer_version: int | None) -> None:
     """Summarise one run from the history: metrics per group, Pass%, unstable questions, cost."""
     info = resolve_run(app, run_id, last)
-    report = build_report(app.store().engine, info, by, scorer_name, scorer_version)
+    report = build_report(app.store(auto_create=False).engine, info, by, scorer_name, scorer_version)
     emit_document(report.title, report.header, report.sections, output_format(fmt, app.as_json), report.notes)

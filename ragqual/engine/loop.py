@@ -37,7 +37,7 @@ from ragqual.engine.cases import Case
 from ragqual.engine.scorers import Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
-from ragqual.errors import InputError, ModelCallFailed
+from ragqual.errors import InputError, ModelCallFailed, RunInterrupted
 from ragqual.store.records import TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import assertion_defs
@@ -357,10 +357,22 @@ def _start(store: RunStore, subject: Subject, plan: RunPlan, kind: str, argv: Se
     return store.start_run(kind, subject.name, provenance)
 
 
-def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot]) -> set[SlotKey]:
+def _check_plan(run_id: int, stored: dict[str, Any], plan: RunPlan) -> None:
+    """A resumed run never holds trials outside the plan it started with."""
+    asked = {"variants": [v.as_dict() for v in plan.variants], "case_ids": [c.id for c in plan.cases],
+             "modes": list(plan.modes), "repeats": plan.repeats}
+    differs = [key for key, value in asked.items() if key in stored and stored[key] != value]
+    if differs:
+        shown = "; ".join(f"{k}: stored {stored[k]!r:.80}, asked {asked[k]!r:.80}" for k in differs)
+        raise InputError(f"run {run_id} was started with another plan ({shown}): resume it with its stored "
+                         "plan (`--resume` without those flags) or start a new run")
+
+
+def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot], plan: RunPlan) -> set[SlotKey]:
     info = store.get_run(run_id)
     if info.subject != subject.name:
         raise InputError(f"run {run_id} is a run of subject {info.subject!r}, not {subject.name!r}")
+    _check_plan(run_id, info.params, plan)
     finished = store.finished_slots(run_id)
     stale = finished - {s.key for s in slots}
     if stale:
@@ -404,7 +416,7 @@ def run(
         finished: set[SlotKey] = set()
     else:
         run_id = resume_run_id
-        finished = _resume(store, subject, run_id, slots)
+        finished = _resume(store, subject, run_id, slots, plan)
     pending = [s for s in slots if s.key not in finished]
     return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress)
 
@@ -431,7 +443,7 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
             _run_threaded(pending, trials, after, max_concurrency)
     except KeyboardInterrupt:
         _end(store, run_id, "interrupted", {"trials_stored": count[0], "of": len(pending)})
-        raise
+        raise RunInterrupted(run_id, count[0], len(pending)) from None
     except BaseException as exc:
         _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
                                        "error": f"{type(exc).__name__}: {exc}"})

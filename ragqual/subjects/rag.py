@@ -27,9 +27,13 @@ from ragqual.subjects.rag_checks import NoRetrievalNarration, NoThinkTags, Refus
 
 MODES = ("oracle", "e2e", "noretrieval")
 DEFAULT_OPTIONS = {"temperature": 0, "seed": 42}
-RAG_METRICS_VERSION = 2
-"""Version 1: the metrics re-ran the golden's regexes beside the assertions (a second scoring
-path). Version 2: they are read from the trial's assertion outcomes, so a rescoring moves them."""
+RAG_METRICS_VERSION = 1
+"""The meaning of the generation metrics (module `metrics_from_outcomes`). They used to re-run the
+golden's regexes beside the assertions; they are now read from the assertion outcomes, which gives
+the same number for the same answer and assertions, so the version stays 1. Bump it when a
+metric's meaning changes: reports then read the new version and `--scorer-version` pins the old."""
+
+
 _NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
 
 
@@ -205,16 +209,19 @@ def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float 
     return metrics_from_outcomes(golden.expect_refusal, outcomes, answer, context)
 
 
-def default_rag_subject() -> RagSubject:
+def default_rag_subject(app: Any = None) -> RagSubject:
     """The RAG subject over the corpus and goldens of the current project (for `ragqual run --subject rag`).
 
-    Retrieval for e2e is built on first use, ingesting when the corpus fingerprint changed.
+    It uses the running application's context (settings, `--cache` mode) when given, so the search
+    and embedding caches obey `--cache off`; retrieval for e2e is built on first use, ingesting
+    when the corpus fingerprint changed.
     """
     from ragqual.cli.context import AppContext
     from ragqual.cli.corpus_options import CorpusOptions, load_corpus_context
     from ragqual.cli.retrieval_cmd import build_retriever
 
-    app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
+    if app is None:
+        app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
     corpus = load_corpus_context(app, CorpusOptions())
     return RagSubject(corpus.goldens, corpus.documents, retriever=lambda: build_retriever(corpus),
                       provenance={"corpus_fingerprint": corpus.fingerprint,
