@@ -35,7 +35,8 @@ def refuse_conflicts(run_id: int, stored: Mapping[str, Any], given: Mapping[str,
 
 def _show(value: Any) -> str:
     if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value) or "(none)"
+        shown = ",".join(str(v) for v in value[:6]) + (f",... ({len(value)} in all)" if len(value) > 6 else "")
+        return shown or "(none)"
     return "(none)" if value is None else str(value)
 
 
@@ -54,7 +55,7 @@ class GenerationPlan:
 OPTION_FLAGS = {"--temperature": "temperature", "--seed": "seed", "--num-ctx": "num_ctx", "--num-predict": "num_predict"}
 RETRIEVAL_FLAGS = {"--strategy": "strategy", "--candidate-k": "candidate_k", "--context-k": "context_k",
                    "--threshold": "threshold"}
-SELECTION_FLAGS = ("--limit", "--tag", "--case", "--split")
+SELECTION = "--limit/--tag/--case/--split"  # the goldens a run chose, compared as a set of ids
 
 
 def stored_generation_flags(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -65,7 +66,7 @@ def stored_generation_flags(params: Mapping[str, Any]) -> dict[str, Any]:
         "--model": [v["model"] for v in params.get("variants", [])],
         "--mode": list(params.get("modes", [])),
         "--repeats": params.get("repeats"),
-        "goldens": list(params.get("case_ids", [])),
+        SELECTION: list(params.get("case_ids", [])),
     }
     flags.update({flag: retrieval.get(key, getattr(RetrievalConfig(), key)) for flag, key in RETRIEVAL_FLAGS.items()})
     flags.update({flag: options.get(key) for flag, key in OPTION_FLAGS.items()})
@@ -92,14 +93,14 @@ def generation_resume_plan(info: RunInfo, given: Mapping[str, Any], goldens: Seq
     stored = stored_generation_flags(info.params)
     checked = dict(given)
     if selected is not None:
-        checked["goldens"] = [g.id for g in selected()]
+        checked[SELECTION] = [g.id for g in selected()]
     refuse_conflicts(info.id, stored, checked, _same)
     by_id = {g.id: g for g in goldens}
-    missing = [cid for cid in stored["goldens"] if cid not in by_id]
+    missing = [cid for cid in stored[SELECTION] if cid not in by_id]
     if missing:
         raise InputError(f"run {info.id} asked goldens that no longer exist: {', '.join(missing[:5])}"
                          f"{' ...' if len(missing) > 5 else ''}: start a new run")
-    chosen = [by_id[cid] for cid in stored["goldens"]]
+    chosen = [by_id[cid] for cid in stored[SELECTION]]
     _same_inputs(info, chosen, fingerprint)
     params = info.params
     retrieval = {k: v for k, v in (params.get("retrieval") or {}).items() if k in RetrievalConfig.__dataclass_fields__}
