@@ -9,9 +9,11 @@ from typing import Any
 
 import click
 
+from ragqual.app.failures import run_gap_causes
 from ragqual.app.resume import generation_resume_plan
 from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import CorpusContext, corpus_options, load_corpus_context
+from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.engine import loop
 from ragqual.engine.services import services_for
@@ -108,14 +110,15 @@ def mode_table(lines: Sequence[ModeLine]) -> str:
     return "\n".join(rows)
 
 
-def decomposition_text(lines: Sequence[ModeLine]) -> str:
+def decomposition_text(lines: Sequence[ModeLine], causes: dict[str, CauseCount] | None = None) -> str:
     by: dict[str, dict[str, float | None]] = {}
     for ln in lines:
         by.setdefault(ln.variant, {})[ln.mode] = ln.correctness
     out = []
     for variant, modes in by.items():
         out.append(f"{variant}:")
-        out += [f"  - {s}" for s in explain(modes.get("oracle"), modes.get("e2e"), modes.get("noretrieval"))]
+        measured = (causes or {}).get(variant)
+        out += [f"  - {s}" for s in explain(modes.get("oracle"), modes.get("e2e"), modes.get("noretrieval"), measured)]
         if variant != MOCK and MOCK in by:
             for mode in ("oracle", "e2e"):  # without retrieval the mock only declines: nothing to compare
                 sentence = against_mock(modes.get(mode), by[MOCK].get(mode))
@@ -183,7 +186,8 @@ def print_generation(app: AppContext, result: GenerationOutcome, all_modes: bool
         return
     click.echo(mode_table(result.lines))
     if all_modes:
-        click.echo("\n" + decomposition_text(result.lines))
+        causes = run_gap_causes(app.store().engine, result.run_id)
+        click.echo("\n" + decomposition_text(result.lines, causes))
     click.echo(f"\nrun {result.run_id}: {o.trials_run} trials ({o.trials_skipped} already done), "
                f"{o.model_calls} model calls, {o.cache_hits} cache hits, {o.trial_errors} trial errors; "
                "unstable questions are excluded from pass rates")

@@ -293,3 +293,27 @@ def test_read_only_commands_never_create_the_database(tmp_path, monkeypatch, cap
     code, _, err = _main(["history"], capsys)
     assert code == 2 and "no history database at" in err
     assert list((project / "eval-results").iterdir()) == []
+
+
+# -- the decomposition says what it knows ----------------------------------------------------------------
+
+def test_decomposition_names_measured_causes_and_report_lists_failures(workdir):
+    result = invoke("generation", "--model", "mock", "--all-modes", "--repeats", "1",
+                    "--tag", "out-of-corpus", "--tag", "near-miss")
+    assert result.exit_code == 0, result.output
+    assert "| mock | oracle | 1.000 |" in result.output
+    assert "retrieval is failing the model" not in result.output
+    assert "answered an out-of-corpus question from a non-empty context" in result.output
+    assert "repeated a mustNotInclude phrase that a near-miss document put in the context" in result.output
+    run_id = _db(workdir).execute("SELECT MAX(id) FROM runs").fetchone()[0]
+    doc = _json("report", str(run_id), "--failures")
+    e2e = [f for f in doc["failures"] if f["mode"] == "e2e"]
+    assert e2e and {f["cause"] for f in e2e} == {"answered-out-of-corpus", "near-miss"}
+    for f in e2e:
+        assert f["failed_checks"] != "-"
+        if f["cause"] == "near-miss":
+            assert "excludes /" in f["failed_checks"] and "unwanted match" in f["failed_checks"]
+            assert f["doc_recall"] == 1.0  # the document was there: not a retrieval miss
+        else:
+            assert "answered instead of declining" in f["failed_checks"]
+    assert doc["header"]["failing_trials"] == len(doc["failures"])
