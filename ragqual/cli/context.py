@@ -27,6 +27,12 @@ class AppContext:
     def db_url(self) -> str:
         return self.settings.db_url(self.db_url_override)
 
+    def read_only_db_url(self) -> str:
+        """The database URL for a command that only reads it (no project: exit 2 naming the cwd)."""
+        if not self.settings.project_found and not self.settings.explicit_db(self.db_url_override):
+            self._no_project(False)
+        return self.db_url
+
     def store(self, *, auto_create: bool = True):  # -> RunStore
         """The history store. The project root is found by walking up (config.find_project_root).
         A read-only command (`auto_create=False`) never creates a database: without a project it

@@ -20,7 +20,7 @@ from ragqual.store.queries import read_only_query
 @click.pass_obj
 def sql_cmd(app: AppContext, query: str, fmt: str) -> None:
     """Run one read-only SQL statement on the history database and print its rows."""
-    frame = read_only_query(app.db_url, query)
+    frame = read_only_query(app.read_only_db_url(), query)
     if frame is None:
         click.echo("(the statement returned no rows)")
         return

@@ -273,13 +273,22 @@ def export_trials(engine: Engine, run_id: int) -> pd.DataFrame:
         )
 
 
+EXPORT_METRICS_SQL = """
+SELECT m.id, m.run_id, m.trial_id, COALESCE(a.case_id, m.case_id) AS case_id, m.group_key, m.metric, m.value,
+       m.scorer_version, m.created_at, m.case_id AS stored_case_id
+FROM metric_values m
+JOIN runs r ON r.id = m.run_id
+LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id
+WHERE m.run_id = :run_id
+ORDER BY m.id
+"""
+
+
 def export_metrics(engine: Engine, run_id: int) -> pd.DataFrame:
-    """Every metric row of the run, every scorer version included."""
+    """Every metric row of the run, every scorer version included; `case_id` is the case's id now
+    (read through case_aliases), `stored_case_id` the one the row was written with."""
     with engine.connect() as conn:
-        return pd.read_sql_query(
-            text("SELECT * FROM metric_values WHERE run_id = :run_id ORDER BY id"), conn,
-            params={"run_id": run_id},
-        )
+        return pd.read_sql_query(text(EXPORT_METRICS_SQL), conn, params={"run_id": run_id})
 
 
 # -- read-only SQL for people ------------------------------------------------------------------

@@ -265,6 +265,7 @@ def test_cache_off_is_honoured_by_run_subject_rag(workdir, tmp_path, monkeypatch
 
 
 def test_commands_in_a_subfolder_use_the_project_above(workdir, monkeypatch, capsys):
+    _json("generation", "--model", "mock", "--mode", "oracle", "--limit", "1", "--repeats", "1")
     code, out, err = _main(["--json", "history", "--limit", "0"], capsys)
     assert code == 0, err
     runs_at_root = len(json.loads(out))
@@ -279,7 +280,9 @@ def test_read_only_commands_outside_a_project_name_the_folder_and_create_nothing
     lost = tmp_path / "not-a-project"
     lost.mkdir()
     monkeypatch.chdir(lost)
-    for args in (["history"], ["report", "--last"], ["compare", "1", "2"], ["audit", "1"], ["rescore", "1"]):
+    for args in (["history"], ["report", "--last"], ["compare", "1", "2"], ["audit", "1"], ["rescore", "1"],
+                 ["sql", "SELECT 1"], ["export", "1"], ["adopt", "1", "2"], ["baseline", "promote", "1"],
+                 ["matrix", "--run", "1"]):
         code, _, err = _main(args, capsys)
         assert code == 2, args
         assert f"no ragqual project in {lost}" in err and "mkdir eval-results" in err, args
