@@ -44,7 +44,6 @@ from ragqual.store.summaries import (
     GroupSummary,
     Summary,
     load_baseline,
-    summarise_run,
 )
 
 SLACK = 1e-9

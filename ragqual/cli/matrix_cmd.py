@@ -10,8 +10,8 @@ from ragqual.app.gates import require_finished
 from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import corpus_options, load_corpus_context
 from ragqual.cli.generation_cmd import fmt3, pick_goldens, run_generation, sampling_options
-from ragqual.pipeline.retrieval import RetrievalConfig
 from ragqual.errors import InputError
+from ragqual.pipeline.retrieval import RetrievalConfig
 from ragqual.store.generation_reads import ModeLine, mode_lines
 from ragqual.subjects.rag import MODES
 

@@ -320,3 +320,26 @@ def test_decomposition_names_measured_causes_and_report_lists_failures(workdir):
         else:
             assert "answered instead of declining" in f["failed_checks"]
     assert doc["header"]["failing_trials"] == len(doc["failures"])
+
+
+def test_rescore_reads_the_projects_edited_goldens(workdir, tmp_path, monkeypatch, capsys):
+    """The README's workflow without --goldens: edit the project's goldens, rescore, report."""
+    project = tmp_path / "own"
+    (project / "eval-results").mkdir(parents=True)
+    shutil.copytree(workdir / "corpus", project / "corpus")
+    monkeypatch.chdir(project)
+    shutil.copytree(workdir / "goldens", project / "goldens")
+    code, out, err = _main(["--json", "generation", "--model", "mock", "--mode", "oracle", "--limit", "5",
+                            "--repeats", "1", "--tag", "single-hop"], capsys)
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    ids = {r[0] for r in sqlite3.connect(project / "eval-results" / "eval.db").execute(
+        "SELECT DISTINCT c.case_id FROM trials t JOIN cases c ON c.id = t.case_pk")}
+    edited = _unmatchable_goldens(project, tmp_path, ids)
+    shutil.rmtree(project / "goldens")
+    shutil.copytree(edited, project / "goldens")
+    code, _, err = _main(["rescore", str(run_id)], capsys)
+    assert code == 0, err
+    code, out, err = _main(["--json", "report", str(run_id)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["groups"][0]["correctness"] == 0.0

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from ragqual.errors import InputError
 from ragqual.core.diagnosis import count_causes
+from ragqual.errors import InputError
 from ragqual.pipeline.decomposition import against_mock, explain
 from ragqual.pipeline.query import expand_acronyms
 from ragqual.pipeline.retrieval import RetrievalConfig, lexical_rerank, rrf, terms
