@@ -41,9 +41,21 @@ def failed(trial: FailureTrial) -> bool:
     return trial.error is not None or trial.correctness is None or trial.correctness < 1
 
 
+def not_passed(trial: FailureTrial) -> bool:
+    """A weight-bearing assertion failed in the newest scoring (or the trial failed)."""
+    return trial.error is not None or trial.perfect is not True
+
+
+def is_golden(trial: FailureTrial) -> bool:
+    """The case is a RAG golden (the causes are measured for goldens only)."""
+    return "relevantDocIds" in trial.case_input or "expectRefusal" in trial.case_input
+
+
 def cause(trial: FailureTrial) -> str:
     if trial.error is not None:
         return "trial-error"
+    if not is_golden(trial):
+        return "-"
     e = evidence(trial)
     if trial.mode == "noretrieval" and not e.expect_refusal:
         return NO_CONTEXT
@@ -67,15 +79,15 @@ def failure_rows(engine: Engine, run_id: int, limit_answer: int = 160) -> list[F
     """One row per failing trial: which assertion failed and why, and the measured cause."""
     rows = []
     for t in run_failure_trials(engine, run_id):
-        if not failed(t):
+        if not not_passed(t):
             continue
         e = evidence(t)
         checks = "; ".join(f"{c.name}: {c.detail}" if c.detail else c.name for c in t.checks if not c.passed)
         answer = t.error or t.answer
         rows.append(FailureRow(
             t.variant, t.mode, t.case_id, t.repeat_index, cause(t), checks or "-",
-            document_recall(e) if t.mode != "noretrieval" else None,
-            fact_coverage(e, matches) if t.mode != "noretrieval" else None,
+            document_recall(e) if t.mode != "noretrieval" and is_golden(t) else None,
+            fact_coverage(e, matches) if t.mode != "noretrieval" and is_golden(t) else None,
             answer if len(answer) <= limit_answer else answer[: limit_answer - 3] + "...",
         ))
     return rows

@@ -9,6 +9,7 @@ the run. The corpus fingerprint and the goldens hash must still be those the run
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,6 +98,9 @@ def generation_resume_plan(info: RunInfo, given: Mapping[str, Any], goldens: Seq
     refuse_conflicts(info.id, stored, checked, _same)
     by_id = {g.id: g for g in goldens}
     missing = [cid for cid in stored[SELECTION] if cid not in by_id]
+    if missing and all(_is_uuid(cid) for cid in missing):
+        raise InputError(f"run {info.id} was started before each golden's id became its case id (migration 0005): "
+                         "its trials cannot be continued under the new ids; start a new run")
     if missing:
         raise InputError(f"run {info.id} asked goldens that no longer exist: {', '.join(missing[:5])}"
                          f"{' ...' if len(missing) > 5 else ''}: start a new run")
@@ -109,6 +113,14 @@ def generation_resume_plan(info: RunInfo, given: Mapping[str, Any], goldens: Seq
         repeats=int(params["repeats"]), config=RetrievalConfig(**retrieval),
         options=dict(params.get("options") or {}), goldens=chosen,
     )
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+        return True
+    except ValueError:
+        return False
 
 
 def _same_inputs(info: RunInfo, goldens: Sequence[Golden], fingerprint: str | None) -> None:

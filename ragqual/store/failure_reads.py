@@ -9,11 +9,14 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import current_metric_row
 
 TRIALS_SQL = """
 SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
-       t.raw_output, t.parsed_output, t.context, t.error
+       t.raw_output, t.parsed_output, t.context, t.error,
+       (SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
+        ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1) AS perfect
 FROM trials t
 JOIN cases c ON c.id = t.case_pk
 LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id
@@ -64,6 +67,7 @@ class FailureTrial:
     context: str
     error: str | None
     correctness: float | None
+    perfect: bool | None  # every weight-bearing assertion passed (newest score); None: not scored
     checks: tuple[CheckRow, ...]
 
 
@@ -88,7 +92,7 @@ def _answer(parsed: Any, raw: Any) -> str:
 def run_failure_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
     """Every trial of the run as the failure report reads it (newest scoring and metrics)."""
     with engine.connect() as conn:
-        trials = conn.execute(text(TRIALS_SQL), {"run": run_id}).all()
+        trials = conn.execute(text(TRIALS_SQL), {"run": run_id, "scorer": SCORER_NAME}).all()
         correct = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
                                     {"run": run_id}).all())
         checks: dict[int, list[CheckRow]] = {}
@@ -96,12 +100,13 @@ def run_failure_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
             checks.setdefault(r[0], []).append(
                 CheckRow(r[1], r[7] or r[1], r[3], float(r[4]), bool(r[5]), r[6]))
     out = []
-    for tid, variant, mode, repeat, case_id, slug, definition, raw, parsed, context, error in trials:
+    for tid, variant, mode, repeat, case_id, slug, definition, raw, parsed, context, error, perfect in trials:
         raw_value = _json(raw)
         case_input = (_json(definition) or {}).get("input")
         out.append(FailureTrial(
             tid, variant, mode, repeat, case_id, slug, case_input if isinstance(case_input, dict) else {},
             raw_value, _answer(_json(parsed), raw_value), context or "", error,
-            None if correct.get(tid) is None else float(correct[tid]), tuple(checks.get(tid, ())),
+            None if correct.get(tid) is None else float(correct[tid]), None if perfect is None else bool(perfect),
+            tuple(checks.get(tid, ())),
         ))
     return out

@@ -343,3 +343,13 @@ def test_rescore_reads_the_projects_edited_goldens(workdir, tmp_path, monkeypatc
     code, out, err = _main(["--json", "report", str(run_id)], capsys)
     assert code == 0, err
     assert json.loads(out)["groups"][0]["correctness"] == 0.0
+
+
+def test_failures_of_any_subject_are_its_trials_that_did_not_pass(workdir, capsys):
+    code, out, err = _main(["--json", "run", "--subject", "sentiment", "--trial-count", "1"], capsys)
+    assert code == 0, err
+    run_id = json.loads(out)["run_id"]
+    (group,) = _json("report", str(run_id))["groups"]
+    doc = _json("report", str(run_id), "--failures")
+    assert len(doc["failures"]) == round(group["trials"] * (1 - group["pass_pct"] / 100)) > 0
+    assert all(f["cause"] == "-" and "expected" in f["failed_checks"] for f in doc["failures"])
