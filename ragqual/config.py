@@ -39,17 +39,57 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
     return section
 
 
+RESULTS_MARKER = "eval-results"
+
+
+def has_ragqual_section(path: Path) -> bool:
+    """`path` is a pyproject.toml with a [tool.ragqual] table (an unreadable one counts: the
+    error is reported when its settings are loaded)."""
+    if not path.is_file():
+        return False
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+        return "[tool.ragqual]" in path.read_text(encoding="utf-8", errors="replace")
+    return isinstance(data.get("tool", {}).get("ragqual"), dict)
+
+
+def find_project_root(start: Path) -> Path | None:
+    """The nearest folder, from `start` up, holding a pyproject.toml with [tool.ragqual] or an
+    eval-results/ folder; None when there is none (then no command may invent one silently)."""
+    for folder in (start, *start.parents):
+        if (folder / RESULTS_MARKER).is_dir() or has_ragqual_section(folder / "pyproject.toml"):
+            return folder
+    return None
+
+
+def no_project_message(cwd: Path) -> str:
+    return (f"no ragqual project in {cwd} or any folder above it (a project is a folder with [tool.ragqual] "
+            f"in its pyproject.toml, or an eval-results/ folder): cd into your project, create one here "
+            f"(`mkdir eval-results`, or add [tool.ragqual] to pyproject.toml), or pass --db URL")
+
+
 @dataclass
 class Settings:
     root: Path
     values: dict[str, Any] = field(default_factory=dict)
+    project_found: bool = True  # False: no project above the working directory, root is the cwd
 
     @classmethod
     def load(cls, root: Path | None = None) -> Settings:
-        base = (root or Path.cwd()).resolve()
+        found = True
+        if root is None:
+            cwd = Path.cwd().resolve()
+            discovered = find_project_root(cwd)
+            found, root = discovered is not None, discovered or cwd
+        base = root.resolve()
         merged = dict(DEFAULTS)
         merged.update(load_pyproject_settings(base))
-        return cls(base, merged)
+        return cls(base, merged, found)
+
+    def explicit_db(self, override: str | None = None) -> bool:
+        """The database was named (--db, RAGQUAL_DB or `db` in [tool.ragqual]), not derived from the root."""
+        return bool(override or os.environ.get("RAGQUAL_DB") or self.values.get("db"))
 
     def path(self, key: str, override: str | os.PathLike[str] | None = None) -> Path:
         value = Path(override) if override is not None else Path(self.values[key])

@@ -11,6 +11,9 @@
     ├── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
     │   └── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
     └── StorageFault             4  the history database failed (disk full, read-only, deleted or replaced)
+
+    KeyboardInterrupt
+    └── RunInterrupted         130  Ctrl-C during a run: names the run and the command that resumes it
 """
 
 from __future__ import annotations
@@ -95,3 +98,17 @@ class StorageFault(RagqualError):
     """The history database could not be written: the message names the file and the fix."""
 
     exit_code = EXIT_STORAGE
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run after its `interrupted` event was stored. The command that started
+    the run fills in `resume_command`; the CLI prints it with the run id (exit 130)."""
+
+    def __init__(self, run_id: int, stored: int, pending: int):
+        super().__init__(f"run {run_id} interrupted")
+        self.run_id = run_id
+        self.stored = stored
+        self.pending = pending
+        self.resume_command: str | None = None
+
+    def message(self) -> str:
+        text = f"interrupted: run {self.run_id} keeps the {self.stored} trial(s) it finished this time"
+        return text + (f"; `{self.resume_command}` runs the rest" if self.resume_command else "")

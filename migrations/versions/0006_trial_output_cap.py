@@ -1,7 +1,7 @@
 """The raw-output cap: each trial's original output size and whether it was cut.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-30
 
 Two nullable columns on `trials`, added in place (op.add_column, no table rebuild, so SQLite keeps
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -30,12 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ragqual.app.gates import gated_summary
 from ragqual.core import stats
 from ragqual.core.multiplicity import benjamini_hochberg, holm
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, REGRESSION, tolerance_regressed, verdict
 from ragqual.errors import InputError
 from ragqual.store.case_reads import CaseInfo, case_infos
+from ragqual.store.runstore import RunStore
 from ragqual.store.summaries import (
     INFORMATIONAL,
     LOWER_IS_BETTER,
@@ -44,7 +46,6 @@ from ragqual.store.summaries import (
     GroupSummary,
     Summary,
     load_baseline,
-    summarise_run,
 )
 
 DEFAULT_TOLERANCE = 0.02
@@ -170,16 +171,15 @@ def parse_side(spec: str) -> Side:
     return Side(target, group, False)
 
 
-def load_side(spec: str, open_store: Callable[[], object], scorer_name: str = SCORER_NAME,
-              scorer_version: int | None = None) -> Summary:
-    """A baseline file or a run of the history; with `:group`, only that group of it."""
+def load_side(spec: str, open_store: Callable[[], RunStore], scorer_name: str = SCORER_NAME,
+              scorer_version: int | None = None, allow_incomplete: bool = False) -> Summary:
+    """A baseline file or a run of the history (refused unless finished, see app.gates); with
+    `:group`, only that group of it."""
     side = parse_side(spec)
     if side.is_file:
         summary = load_baseline(side.target)
     else:
-        store = open_store()
-        summary = summarise_run(store.engine, store.get_run(int(side.target)), scorer_name,  # type: ignore[attr-defined]
-                                scorer_version)
+        summary = gated_summary(open_store(), int(side.target), scorer_name, scorer_version, allow_incomplete)
     return summary if side.group is None else only_group(summary, side.group)
 
 
@@ -201,7 +201,7 @@ def pair_single_groups(base: Summary, new: Summary) -> tuple[Summary, Summary]:
             replace(new, groups={label: replace(n_group, label=label)}))
 
 
-def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], object],
+def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], RunStore],
                     from_history: bool) -> dict[str, CaseInfo]:
     """Tags and relevant documents of the compared questions, from the history. Without
     `from_history` (both sides baseline files) nothing is read: such a comparison opens no
@@ -209,7 +209,7 @@ def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], object
     if not from_history:
         return {}
     ids = {q for s in (base, new) for g in s.groups.values() for q in g.questions}
-    return case_infos(open_store().engine, sorted(ids))  # type: ignore[attr-defined]
+    return case_infos(open_store().engine, sorted(ids))
 
 
 # -- comparing -------------------------------------------------------------------------------------

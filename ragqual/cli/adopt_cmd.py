@@ -14,12 +14,13 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.cli.compare_cmd import check_comparable
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import emit_document, format_option, output_format
 from ragqual.core.adoption import PRIORITY, Verdict, decide
 from ragqual.errors import InputError
-from ragqual.store.summaries import Summary, load_baseline, summarise_run
+from ragqual.store.summaries import Summary, load_baseline
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,9 @@ def parse_spec(spec: str, source: str) -> Spec:
 
 
 class _Loader:
-    def __init__(self, app: AppContext):
+    def __init__(self, app: AppContext, allow_incomplete: bool = False):
         self.app = app
+        self.allow_incomplete = allow_incomplete
         self.cache: dict[tuple[str, bool], Summary] = {}
 
     def __call__(self, spec: Spec) -> Summary:
@@ -55,8 +57,8 @@ class _Loader:
             if spec.is_file:
                 self.cache[key] = load_baseline(spec.target)
             else:
-                store = self.app.store()
-                self.cache[key] = summarise_run(store.engine, store.get_run(int(spec.target)))
+                self.cache[key] = gated_summary(self.app.store(auto_create=False), int(spec.target),
+                                                allow_incomplete=self.allow_incomplete)
         return self.cache[key]
 
 
@@ -82,10 +84,10 @@ def _candidates(spec: Spec, summary: Summary, base_key: tuple[str, str]) -> list
     return [g for g in summary.groups if (spec.target, g) != base_key]
 
 
-def gather(app: AppContext, base: str, candidates: tuple[str, ...], source: str
+def gather(app: AppContext, base: str, candidates: tuple[str, ...], source: str, allow_incomplete: bool = False,
            ) -> tuple[str, dict[str, float], dict[str, dict[str, float]]]:
     """(baseline label, baseline means, candidate label -> means) from the arguments."""
-    load = _Loader(app)
+    load = _Loader(app, allow_incomplete)
     base_spec = parse_spec(base, source)
     base_summary = load(base_spec)
     base_group = _baseline_group(base_spec, base_summary)
@@ -112,22 +114,35 @@ def verdict_frame(base_label: str, base: dict[str, float], candidates: dict[str,
     return pd.DataFrame(rows)
 
 
+def _incomplete_of(app: AppContext, name: str) -> str:
+    """The incomplete-run label of a row's run ('' for a finished run or a baseline file)."""
+    target = name.rpartition(":")[0] or name
+    if not target.isdigit() or Path(target).is_file():
+        return ""
+    return incomplete_sources(gated_summary(app.store(auto_create=False), int(target), allow_incomplete=True))
+
+
 @click.command("adopt")
 @click.argument("base")
 @click.argument("candidates", nargs=-1, required=True)
 @click.option("--metric-source", "source", type=click.Choice(["auto", "run", "file"]), default="auto",
               show_default=True,
               help="Read the arguments as run ids, as baseline files, or decide by whether the path exists.")
+@click.option("--allow-incomplete", is_flag=True, help="Judge runs whose last event is not `finished` "
+              "(their rows then say so).")
 @format_option()
 @click.pass_obj
-def adopt_cmd(app: AppContext, base: str, candidates: tuple[str, ...], source: str, fmt: str) -> None:
+def adopt_cmd(app: AppContext, base: str, candidates: tuple[str, ...], source: str, allow_incomplete: bool,
+              fmt: str) -> None:
     """Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict, change no default."""
-    base_label, base_means, candidate_means = gather(app, base, candidates, source)
+    base_label, base_means, candidate_means = gather(app, base, candidates, source, allow_incomplete)
     verdict = decide(base_means, candidate_means)
     header = {"baseline": base_label, "saturated": list(verdict.saturated) or "none",
               "deciding_metric": verdict.deciding_metric or "none", "best": verdict.best or "none",
               "verdict": verdict.sentence}
     table = verdict_frame(base_label, base_means, candidate_means, verdict)
+    if allow_incomplete:
+        table["incomplete"] = [_incomplete_of(app, name) for name in table["name"]]
     fmt = output_format(fmt, app.as_json)
     notes = [] if fmt == "json" else [verdict.sentence, *(f"{n}: {o.reason}" for n, o in verdict.outcomes.items())]
     emit_document("adoption rule", header, [("candidates", table)], fmt, notes)

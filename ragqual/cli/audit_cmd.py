@@ -135,7 +135,7 @@ def _score_lines(data: dict[str, Any]) -> list[str]:
 @click.pass_obj
 def audit_cmd(app: AppContext, trial_id: int) -> None:
     """Print everything about TRIAL_ID: provenance, case and assertion versions, prompt, output, scores."""
-    store = app.store()
+    store = app.store(auto_create=False)
     detail = trial_reads.trial_detail(store.engine, trial_id)
     data = audit_dict(store.engine, store.get_run(detail.run_id), trial_id)
     if app.as_json:

@@ -15,7 +15,8 @@ import click
 from ragqual.cli.context import AppContext
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
-from ragqual.store.summaries import summarise_run, write_baseline
+from ragqual.app.gates import gated_summary
+from ragqual.store.summaries import write_baseline
 
 
 @click.group("baseline")
@@ -31,20 +32,19 @@ def baseline_group() -> None:
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass`.")
 @click.option("--scorer-version", type=int, help="Scorer version (default: each trial's newest).")
-@click.option("--allow-unfinished", is_flag=True, help="Promote a run whose last event is not `finished`.")
+@click.option("--allow-incomplete", "--allow-unfinished", "allow_incomplete", is_flag=True,
+              help="Promote a run whose last event is not `finished` (the baseline then says so).")
 @click.pass_obj
 def promote_cmd(app: AppContext, run_id: int, directory: Path | None, tier: str | None, scorer_name: str,
-                scorer_version: int | None, allow_unfinished: bool) -> None:
+                scorer_version: int | None, allow_incomplete: bool) -> None:
     """Write RUN_ID's summary to <dir>/<fingerprint[:12]>/<tier>.json (atomically)."""
-    store = app.store()
+    store = app.store(auto_create=False)
+    summary = gated_summary(store, run_id, scorer_name, scorer_version, allow_incomplete)
     info = store.get_run(run_id)
-    if info.status != "finished" and not allow_unfinished:
-        raise InputError(f"run {run_id} is {info.status or 'without events'}, not finished: a partial run makes "
-                         "a misleading baseline (pass --allow-unfinished to promote it anyway)")
-    summary = summarise_run(store.engine, info, scorer_name, scorer_version)
     if not summary.groups:
         raise InputError(f"run {run_id} has no scored trials or metric rows to promote")
     path = write_baseline(summary, directory or app.settings.results_dir / "baselines", tier)
     questions = len({q for g in summary.groups.values() for q in g.questions})
-    click.echo(f"wrote {path} (run {run_id}, corpus {info.corpus_fingerprint or 'none'}, "
+    flag = f" [{summary.header['incomplete']}]" if summary.header.get("incomplete") else ""
+    click.echo(f"wrote {path} (run {run_id}{flag}, corpus {info.corpus_fingerprint or 'none'}, "
                f"{len(summary.groups)} group(s), {questions} question(s))")

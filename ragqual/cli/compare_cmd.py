@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
+from functools import partial
 from typing import Any
 
 import click
@@ -35,6 +36,7 @@ from ragqual.app.comparison import (
     pair_single_groups,
     parse_side,
 )
+from ragqual.app.gates import incomplete_sources
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import emit_document, format_option, markdown_table, output_format
 from ragqual.core.scoring import SCORER_NAME
@@ -210,26 +212,43 @@ def markdown_comment(comparison: Comparison) -> str:
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass` of a run.")
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
+@click.option("--allow-incomplete", is_flag=True, help="Compare a run whose last event is not `finished` "
+              "(every row then names it).")
 @format_option()
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
-                resamples: int, scorer_name: str, scorer_version: int | None, fmt: str) -> None:
+                resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
+                fmt: str) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
-    base_summary = load_side(base, app.store, scorer_name, scorer_version)
-    new_summary = load_side(new, app.store, scorer_name, scorer_version)
+    read_store = partial(app.store, auto_create=False)
+    base_summary = load_side(base, read_store, scorer_name, scorer_version, allow_incomplete)
+    new_summary = load_side(new, read_store, scorer_name, scorer_version, allow_incomplete)
     options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag)
     if parse_side(base).group and parse_side(new).group:
         base_summary, new_summary = pair_single_groups(base_summary, new_summary)
     from_history = not (is_baseline_file(base) and is_baseline_file(new))
-    cases = load_case_infos(base_summary, new_summary, app.store, from_history)
+    cases = load_case_infos(base_summary, new_summary, read_store, from_history)
     comparison = compare(base_summary, new_summary, options, cases)
-    _emit(comparison, output_format(fmt, app.as_json))
+    _emit(comparison, output_format(fmt, app.as_json), incomplete_sources(base_summary, new_summary))
     if comparison.regressions:
         raise GateFailed(verdict_line(comparison))
 
 
-def _emit(comparison: Comparison, fmt: str) -> None:
+def mark_incomplete(comparison: Comparison, label: str) -> Comparison:
+    """With --allow-incomplete, every metric row names the unfinished run(s) it was computed from."""
+    if not label:
+        return comparison
+    return replace(
+        comparison,
+        rows=[replace(r, group=f"{r.group} [{label}]") for r in comparison.rows],
+        tag_rows=[replace(r, group=f"{r.group} [{label}]") for r in comparison.tag_rows],
+        notes=[*comparison.notes, f"{label}: compared with --allow-incomplete"],
+    )
+
+
+def _emit(comparison: Comparison, fmt: str, incomplete: str = "") -> None:
+    comparison = mark_incomplete(comparison, incomplete)
     if fmt == "json":
         click.echo(json.dumps(comparison_json(comparison), indent=2))
     elif fmt == "markdown":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,12 +27,40 @@ class AppContext:
     def db_url(self) -> str:
         return self.settings.db_url(self.db_url_override)
 
+    def read_only_db_url(self) -> str:
+        """The database URL for a command that only reads it (no project: exit 2 naming the cwd)."""
+        if not self.settings.project_found and not self.settings.explicit_db(self.db_url_override):
+            self._no_project(False)
+        return self.db_url
+
     def store(self, *, auto_create: bool = True):  # -> RunStore
+        """The history store. The project root is found by walking up (config.find_project_root).
+        A read-only command (`auto_create=False`) never creates a database: without a project it
+        names the working directory and the fix, without a database it says so. A command that
+        records runs starts a project in the working directory when there is none, and says so."""
         if "store" not in self._open:
+            from ragqual.store.db import require_existing
             from ragqual.store.runstore import RunStore
 
+            if not self.settings.project_found and not self.settings.explicit_db(self.db_url_override):
+                self._no_project(auto_create)
+            if not auto_create:
+                require_existing(self.db_url)
             self._open["store"] = RunStore.open(self.db_url, auto_create=auto_create)
         return self._open["store"]
+
+    def _no_project(self, starting: bool) -> None:
+        from pathlib import Path
+
+        import click
+
+        from ragqual.config import no_project_message
+        from ragqual.errors import InputError
+
+        if not starting:
+            raise InputError(no_project_message(Path.cwd()))
+        click.echo(f"ragqual: no project above {Path.cwd()}: starting one here "
+                   f"({self.settings.results_dir})", err=True)
 
     def response_cache(self):  # -> ResponseCache
         if "cache" not in self._open:
@@ -46,3 +76,16 @@ class AppContext:
         store = self._open.pop("store", None)
         if store is not None:
             store.engine.dispose()
+
+
+@contextmanager
+def resumable(app: AppContext, command: str) -> Iterator[None]:
+    """Ctrl-C inside: the interrupt names the exact command that resumes the run."""
+    from ragqual.errors import RunInterrupted
+
+    try:
+        yield
+    except RunInterrupted as exc:
+        db = f" --db {app.db_url_override}" if app.db_url_override else ""
+        exc.resume_command = f"ragqual{db} {command} --resume {exc.run_id}"
+        raise

@@ -6,7 +6,7 @@ import click
 from alembic.script import ScriptDirectory
 
 from ragqual.cli.context import AppContext
-from ragqual.errors import GateFailed
+from ragqual.errors import GateFailed, InputError
 from ragqual.store import db
 
 
@@ -31,7 +31,12 @@ def upgrade_cmd(app: AppContext, revision: str) -> None:
 @db_group.command("current")
 @click.pass_obj
 def current_cmd(app: AppContext) -> None:
-    """Print the database's schema revision and the one this ragqual needs."""
+    """Print the database's schema revision and the one this ragqual needs (never creates one)."""
+    try:
+        db.require_existing(app.db_url)
+    except InputError as exc:
+        click.echo(f"current: none ({exc})\nhead: {db.head_revision()}")
+        return
     engine = db.make_engine(app.db_url)
     current = db.current_revision(engine)
     head = db.head_revision()

@@ -7,7 +7,8 @@ import time
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.failures import run_gap_causes
+from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import corpus_options, ensure_ingested, load_corpus_context
 from ragqual.cli.generation_cmd import (
     decomposition_text,
@@ -42,15 +43,18 @@ def eval_cmd(app: AppContext, corpus_opts, models, repeats, limit, tags, max_con
         retrieval = run_retrieval(app, corpus, goldens, retrieval_configs([]), retriever=retriever)
         click.echo(f"retrieval tier: run {retrieval.run_id}", err=True)
         config = RetrievalConfig()
-        generation = run_generation(app, corpus, goldens, models=models, modes=list(MODES), repeats=repeats,
-                                    config=config, options=sampling_options(0.0, 42, None, None),
-                                    max_concurrency=max_concurrency, ollama_host=ollama_host)
+        with resumable(app, "generation"):
+            generation = run_generation(app, corpus, goldens, models=models, modes=list(MODES), repeats=repeats,
+                                        config=config, options=sampling_options(0.0, 42, None, None),
+                                        max_concurrency=max_concurrency, ollama_host=ollama_host)
+        causes = run_gap_causes(app.store().engine, generation.run_id)
+        decomposition = decomposition_text(generation.lines, causes)
         elapsed = time.perf_counter() - started
         report = "\n".join([
             "# ragqual evaluation", "",
             f"retrieval run {retrieval.run_id}, generation run {generation.run_id}, corpus fingerprint {corpus.fingerprint[:12]}",
             "", quality_markdown(retrieval.report["quality"]).strip(), "", "## Generation", "", mode_table(generation.lines),
-            "", decomposition_text(generation.lines), "",
+            "", decomposition, "",
         ])
         out_dir = app.settings.results_dir / "reports"
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -65,5 +69,5 @@ def eval_cmd(app: AppContext, corpus_opts, models, repeats, limit, tags, max_con
         for name, values in overall.items():
             click.echo(f"  {name:<7} recall@5 {values.get('recall@5')}  mrr {values.get('mrr')}  ndcg@10 {values.get('ndcg@10')}  "
                        f"nonEmptyRefusal {values.get('nonEmptyRefusal')}")
-        click.echo("\ngeneration:\n" + mode_table(generation.lines) + "\n\n" + decomposition_text(generation.lines))
+        click.echo("\ngeneration:\n" + mode_table(generation.lines) + "\n\n" + decomposition)
         click.echo(f"\nreport: {path}  ({elapsed:.1f} s; `ragqual report --last` and `ragqual history` read it back)")

@@ -43,7 +43,7 @@ def export_cmd(app: AppContext, run_id: int, fmt: str, out: Path | None) -> None
     """Write RUN_ID's trials and metric values as parquet or csv files."""
     if fmt == "parquet":
         _require_pyarrow()
-    store = app.store()
+    store = app.store(auto_create=False)
     store.get_run(run_id)  # an unknown id names `ragqual history`
     folder = out or app.settings.results_dir / "exports" / f"run-{run_id}"
     folder.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,11 @@ from typing import Any
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.failures import run_gap_causes
+from ragqual.app.resume import generation_resume_plan
+from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import CorpusContext, corpus_options, load_corpus_context
+from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.engine import loop
 from ragqual.engine.services import services_for
@@ -107,14 +110,15 @@ def mode_table(lines: Sequence[ModeLine]) -> str:
     return "\n".join(rows)
 
 
-def decomposition_text(lines: Sequence[ModeLine]) -> str:
+def decomposition_text(lines: Sequence[ModeLine], causes: dict[str, CauseCount] | None = None) -> str:
     by: dict[str, dict[str, float | None]] = {}
     for ln in lines:
         by.setdefault(ln.variant, {})[ln.mode] = ln.correctness
     out = []
     for variant, modes in by.items():
         out.append(f"{variant}:")
-        out += [f"  - {s}" for s in explain(modes.get("oracle"), modes.get("e2e"), modes.get("noretrieval"))]
+        measured = (causes or {}).get(variant)
+        out += [f"  - {s}" for s in explain(modes.get("oracle"), modes.get("e2e"), modes.get("noretrieval"), measured)]
         if variant != MOCK and MOCK in by:
             for mode in ("oracle", "e2e"):  # without retrieval the mock only declines: nothing to compare
                 sentence = against_mock(modes.get(mode), by[MOCK].get(mode))
@@ -182,16 +186,48 @@ def print_generation(app: AppContext, result: GenerationOutcome, all_modes: bool
         return
     click.echo(mode_table(result.lines))
     if all_modes:
-        click.echo("\n" + decomposition_text(result.lines))
+        causes = run_gap_causes(app.store().engine, result.run_id)
+        click.echo("\n" + decomposition_text(result.lines, causes))
     click.echo(f"\nrun {result.run_id}: {o.trials_run} trials ({o.trials_skipped} already done), "
                f"{o.model_calls} model calls, {o.cache_hits} cache hits, {o.trial_errors} trial errors; "
                "unstable questions are excluded from pass rates")
 
 
+def _given_flags(corpus: CorpusContext, models, no_mock_line, modes, all_modes, repeats, limit, tags, case_ids, split,
+                 temperature, seed, num_ctx, num_predict, strategy, candidate_k, context_k, threshold):
+    """The flags typed on the command line, as the values a fresh run would have stored, and the
+    goldens the selection flags pick (None when none was typed): what `--resume` checks."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+
+    def typed(*names: str) -> bool:
+        return any(ctx.get_parameter_source(n) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+                   for n in names)
+
+    given: dict[str, Any] = {}
+    if typed("models", "no_mock_line"):
+        given["--model"] = [v.model for v in variants_for(models, not no_mock_line)]
+    if typed("modes", "all_modes"):
+        given["--mode"] = parse_modes(modes, all_modes)
+    for name, flag, value in (("repeats", "--repeats", repeats), ("strategy", "--strategy", strategy),
+                              ("candidate_k", "--candidate-k", candidate_k), ("context_k", "--context-k", context_k),
+                              ("threshold", "--threshold", threshold), ("temperature", "--temperature", temperature),
+                              ("seed", "--seed", seed), ("num_ctx", "--num-ctx", num_ctx),
+                              ("num_predict", "--num-predict", num_predict)):
+        if typed(name):
+            given[flag] = value
+    selected = None
+    if typed("limit", "tags", "case_ids", "split"):
+        selected = lambda: pick_goldens(corpus, tags, case_ids, split, limit)  # noqa: E731
+    return given, selected
+
+
 @click.command("generation")
 @corpus_options
 @click.option("--model", "models", multiple=True, metavar="URI", help="mock | ollama:<model> | llamacpp:<path|alias> | openai:<url>#<model> (repeatable) [default: mock].")
-@click.option("--resume", "resume", type=int, default=None, metavar="RUN_ID", help="Finish an interrupted run.")
+@click.option("--resume", "resume", type=int, default=None, metavar="RUN_ID",
+              help="Finish an interrupted run with the plan it was started with (a conflicting flag is refused).")
 @click.option("--no-mock-line", is_flag=True, help="Do not add the mock (extractive ceiling) beside a real model.")
 @generation_options
 @click.pass_obj
@@ -199,12 +235,23 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, m
                    max_concurrency, limit, tags, case_ids, split, ollama_host, temperature, seed, num_ctx,
                    num_predict, strategy, candidate_k, context_k, threshold) -> None:
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge."""
-    config = RetrievalConfig(strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold)
-    with load_corpus_context(app, corpus_opts) as corpus:
-        goldens = pick_goldens(corpus, tags, case_ids, split, limit)
-        result = run_generation(app, corpus, goldens, models=models, modes=parse_modes(modes, all_modes),
-                                repeats=repeats, config=config,
-                                options=sampling_options(temperature, seed, num_ctx, num_predict),
-                                max_concurrency=max_concurrency, resume=resume, ollama_host=ollama_host,
-                                with_mock_line=not no_mock_line)
-        print_generation(app, result, all_modes)
+    with load_corpus_context(app, corpus_opts) as corpus, resumable(app, "generation"):
+        if resume is not None:
+            given, selected = _given_flags(corpus, models, no_mock_line, modes, all_modes, repeats, limit, tags,
+                                           case_ids, split, temperature, seed, num_ctx, num_predict, strategy,
+                                           candidate_k, context_k, threshold)
+            plan = generation_resume_plan(app.store().get_run(resume), given, corpus.goldens, selected,
+                                          corpus.fingerprint)
+            result = run_generation(app, corpus, plan.goldens, models=[v.model for v in plan.variants],
+                                    modes=plan.modes, repeats=plan.repeats, config=plan.config, options=plan.options,
+                                    max_concurrency=max_concurrency, resume=resume, ollama_host=ollama_host,
+                                    with_mock_line=False)
+        else:
+            config = RetrievalConfig(strategy=strategy, candidate_k=candidate_k, context_k=context_k,
+                                     threshold=threshold)
+            result = run_generation(app, corpus, pick_goldens(corpus, tags, case_ids, split, limit), models=models,
+                                    modes=parse_modes(modes, all_modes), repeats=repeats, config=config,
+                                    options=sampling_options(temperature, seed, num_ctx, num_predict),
+                                    max_concurrency=max_concurrency, ollama_host=ollama_host,
+                                    with_mock_line=not no_mock_line)
+        print_generation(app, result, all_modes or {ln.mode for ln in result.lines} == set(MODES))

@@ -40,14 +40,14 @@ def headline_metrics(kinds: Sequence[str]) -> list[str]:
 
 def history_frame(
     engine: Engine, kind: str | None = None, metrics: Sequence[str] = (), limit: int | None = DEFAULT_LIMIT,
-    scorer_name: str = SCORER_NAME,
+    scorer_name: str = SCORER_NAME, scorer_version: int | None = None,
 ) -> pd.DataFrame:
     """Runs (oldest first) joined with their per-group headline metrics."""
     runs = runs_frame(engine, kind, limit)
     if runs.empty:
         return pd.DataFrame(columns=[*PROVENANCE_COLUMNS, "group", *metrics])
     wanted = list(metrics) or headline_metrics(runs["kind"].unique().tolist())
-    values = _group_values(engine, runs["run_id"].tolist(), wanted, scorer_name)
+    values = _group_values(engine, runs["run_id"].tolist(), wanted, scorer_name, scorer_version)
     frame = runs[PROVENANCE_COLUMNS].merge(values, on="run_id", how="left")
     frame["group"] = frame["group"].fillna("")
     for metric in wanted:
@@ -56,12 +56,13 @@ def history_frame(
     return frame[[*PROVENANCE_COLUMNS, "group", *wanted]].sort_values(["run_id", "group"], kind="stable")
 
 
-def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer_name: str) -> pd.DataFrame:
+def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer_name: str,
+                  scorer_version: int | None = None) -> pd.DataFrame:
     named = [m for m in metrics if m not in (SCORE, PASS)]
-    means = metric_means(engine, run_ids, named)
+    means = metric_means(engine, run_ids, named, scorer_version)
     wide = means.pivot_table(index=["run_id", "group_key"], columns="metric", values="mean", aggfunc="first")
     if SCORE in metrics or PASS in metrics:
-        scores = score_means(engine, run_ids, scorer_name).set_index(["run_id", "group_key"])
+        scores = score_means(engine, run_ids, scorer_name, scorer_version).set_index(["run_id", "group_key"])
         wide = wide.join(scores[[m for m in (SCORE, PASS) if m in metrics]], how="outer")
     if wide.empty:
         return pd.DataFrame(columns=["run_id", "group"])
@@ -96,19 +97,22 @@ def _for_case_display(frame: pd.DataFrame) -> pd.DataFrame:
               help="Scorer behind `score` and `pass`.")
 @click.option("--case", "golden_id", metavar="GOLDEN_ID",
               help="One question across every run: pass/score per run (trials) or its metrics (retrieval).")
+@click.option("--scorer-version", type=int,
+              help="Pin the scorer version (default: each trial's newest scoring, e.g. after `ragqual rescore`).")
 @format_option()
 @click.pass_obj
 def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], limit: int, scorer_name: str,
-                golden_id: str | None, fmt: str) -> None:
+                golden_id: str | None, scorer_version: int | None, fmt: str) -> None:
     """List the runs over time: git sha, corpus fingerprint, status and headline metrics."""
     fmt = output_format(fmt, app.as_json)
+    engine = app.store(auto_create=False).engine
     if golden_id is not None:
         from ragqual.app.case_history import case_history
 
-        frame = case_history(app.store().engine, golden_id, metrics, scorer_name)
+        frame = case_history(engine, golden_id, metrics, scorer_name)
         emit_frame(_for_case_display(frame) if fmt in ("table", "markdown") else frame, fmt)
         return
-    frame = history_frame(app.store().engine, kind, metrics, limit or None, scorer_name)
+    frame = history_frame(engine, kind, metrics, limit or None, scorer_name, scorer_version)
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")
         return

@@ -53,6 +53,17 @@ def cli(ctx: click.Context, db_url: str | None, cache_mode: str, verbose: int, a
     ctx.call_on_close(ctx.obj.close)
 
 
+def _interrupted(exc: BaseException | None) -> None:
+    """Exit 130; a stopped run is named with the command that finishes it."""
+    from ragqual.errors import RunInterrupted
+
+    if isinstance(exc, RunInterrupted):
+        click.echo(f"ragqual: {exc.message()}", err=True)
+    else:
+        click.echo("ragqual: interrupted", err=True)
+    sys.exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="ragqual", standalone_mode=False)
@@ -61,12 +72,10 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("ragqual: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("ragqual: interrupted", err=True)
-        sys.exit(130)
+    except click.exceptions.Abort as exc:
+        _interrupted(exc.__cause__)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
     except RagqualError as exc:
         _fail(exc)
     except Exception as exc:  # a storage failure no layer below translated: still one line, exit 4

@@ -6,11 +6,13 @@ import json
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.gates import require_finished
+from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import corpus_options, load_corpus_context
 from ragqual.cli.generation_cmd import fmt3, pick_goldens, run_generation, sampling_options
+from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import RetrievalConfig
-from ragqual.store.generation_reads import ModeLine
+from ragqual.store.generation_reads import ModeLine, mode_lines
 from ragqual.subjects.rag import MODES
 
 
@@ -32,25 +34,46 @@ def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
 
 @click.command("matrix")
 @corpus_options
-@click.option("--models", required=True, metavar="A,B,C", help="Comma-separated model URIs (mock is always added).")
+@click.option("--models", metavar="A,B,C", help="Comma-separated model URIs (mock is always added).")
+@click.option("--run", "run_id", type=int, metavar="RUN_ID",
+              help="Show the table of a stored generation run instead of running the models.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
 @click.option("--all-modes", is_flag=True, help="All three modes (default: e2e only).")
 @click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--ollama-host", default=None, metavar="URL")
 @click.option("--num-predict", type=int, default=None, help="Maximum answer tokens.")
+@click.option("--scorer-version", type=int, help="Pin the scorer version (default: each trial's newest scoring).")
+@click.option("--allow-incomplete", is_flag=True, help="With --run: show a run whose last event is not `finished`.")
 @click.pass_obj
-def matrix_cmd(app: AppContext, corpus_opts, models, limit, all_modes, repeats, ollama_host, num_predict) -> None:
+def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, repeats, ollama_host, num_predict,
+               scorer_version, allow_incomplete) -> None:
     """Capability table of several models: the artefact to look up when someone reports a bad answer."""
-    uris = [m.strip() for m in models.split(",") if m.strip()]
-    modes = list(MODES) if all_modes else ["e2e"]
-    with load_corpus_context(app, corpus_opts) as corpus:
-        goldens = pick_goldens(corpus, (), (), None, limit)
-        result = run_generation(app, corpus, goldens, models=uris, modes=modes, repeats=repeats,
-                                config=RetrievalConfig(), options=sampling_options(0.0, 42, None, num_predict),
-                                ollama_host=ollama_host)
+    if (models is None) == (run_id is None):
+        raise InputError("give --models A,B,C to run the models, or --run RUN_ID to show a stored run")
+    flag = None
+    if run_id is not None:
+        store = app.store(auto_create=False)
+        flag = require_finished(store.get_run(run_id), allow_incomplete)
+        lines = mode_lines(store.engine, run_id, scorer_version)
+        modes = [m for m in MODES if any(ln.mode == m for ln in lines)]
+    else:
+        uris = [m.strip() for m in models.split(",") if m.strip()]
+        modes = list(MODES) if all_modes else ["e2e"]
+        with load_corpus_context(app, corpus_opts) as corpus:
+            goldens = pick_goldens(corpus, (), (), None, limit)
+            with resumable(app, "generation"):
+                result = run_generation(app, corpus, goldens, models=uris, modes=modes, repeats=repeats,
+                                        config=RetrievalConfig(), options=sampling_options(0.0, 42, None, num_predict),
+                                        ollama_host=ollama_host)
+        run_id = result.run_id
+        lines = mode_lines(app.store().engine, run_id, scorer_version) if scorer_version else result.lines
     if app.as_json:
-        click.echo(json.dumps({"run_id": result.run_id, "lines": [ln.__dict__ for ln in result.lines]}, indent=2))
+        click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines]}, indent=2))
         return
-    click.echo(capability_table(result.lines, modes))
-    click.echo(f"\nrun {result.run_id}; a user's model scoring near its row is at its ceiling, well below it is worth "
+    table = capability_table(lines, modes)
+    if flag:
+        table = "\n".join(f"{row} {flag}" if row.startswith("| ") and not row.startswith("| model") else row
+                          for row in table.splitlines())
+    click.echo(table)
+    click.echo(f"\nrun {run_id}; a user's model scoring near its row is at its ceiling, well below it is worth "
                "investigating (their config or our code)")

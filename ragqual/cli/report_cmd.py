@@ -11,13 +11,14 @@ have it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import click
 import pandas as pd
 from sqlalchemy import Engine
 
+from ragqual.app.failures import failure_rows
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import emit_document, format_option, output_format
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
@@ -163,10 +164,23 @@ def _percentile(values: pd.Series, p: float) -> float:
     return percentile(present, p) if present else float("nan")
 
 
+# -- failures ---------------------------------------------------------------------------------------
+
+def failures_document(engine: Engine, info: RunInfo) -> tuple[str, dict[str, Any], list[tuple[str, pd.DataFrame]]]:
+    rows = failure_rows(engine, info.id)
+    frame = pd.DataFrame([asdict(r) for r in rows],
+                         columns=["variant", "mode", "case_id", "repeat", "cause", "failed_checks", "doc_recall",
+                                  "fact_coverage", "answer"])
+    header = {**run_header(info), "failing_trials": len(rows),
+              "causes": {str(k): int(v) for k, v in frame["cause"].value_counts().items()}}
+    header.pop("params", None)
+    return f"Failures of run {info.id}", header, [("failures", frame)]
+
+
 # -- the command -------------------------------------------------------------------------------------
 
 def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
-    store = app.store()
+    store = app.store(auto_create=False)
     if run_id is not None and last:
         raise InputError("give either a RUN_ID or --last, not both")
     if run_id is None and not last:
@@ -183,10 +197,17 @@ def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
 @format_option()
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Which scorer's scores to show.")
 @click.option("--scorer-version", type=int, help="Show this scorer version (default: each trial's newest).")
+@click.option("--failures", is_flag=True,
+              help="List every failing trial: which assertion failed and why, and the measured cause "
+                   "(missed document, fact not in the injected chunks, out-of-corpus answered, near-miss, model).")
 @click.pass_obj
 def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str,
-               scorer_name: str, scorer_version: int | None) -> None:
+               scorer_name: str, scorer_version: int | None, failures: bool) -> None:
     """Summarise one run from the history: metrics per group, Pass%, unstable questions, cost."""
     info = resolve_run(app, run_id, last)
-    report = build_report(app.store().engine, info, by, scorer_name, scorer_version)
+    if failures:
+        emit_document(*failures_document(app.store(auto_create=False).engine, info),
+                      output_format(fmt, app.as_json))
+        return
+    report = build_report(app.store(auto_create=False).engine, info, by, scorer_name, scorer_version)
     emit_document(report.title, report.header, report.sections, output_format(fmt, app.as_json), report.notes)

@@ -11,24 +11,12 @@ import click
 from ragqual.cli.context import AppContext
 from ragqual.cli.run_cmd import print_summary, summary_dict
 from ragqual.engine.aggregate import summarise_run
-from ragqual.engine.rescore import StoredSubject, load_assertion_overrides, predicate_registry, rescore
+from ragqual.app.rescoring import rescore_run
 from ragqual.engine.scorers import SCORERS, get_scorer
-from ragqual.engine.subject import Subject
-from ragqual.subjects import registry
 
 
 def _mean(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
-
-
-def _subject(name: str) -> Subject:
-    """The installed subject, else one rebuilt from the run's stored case definitions."""
-    if registry.is_known(name):
-        return registry.get_subject(name)
-    registry.load_check_kinds()
-    click.echo(f"subject {name!r} is not in the registry here: each trial is rescored against its "
-               "stored case definition", err=True)
-    return StoredSubject(name)
 
 
 @click.command("rescore")
@@ -37,21 +25,24 @@ def _subject(name: str) -> Subject:
               help="Score with this scorer (default: every default scorer).")
 @click.option("--assertions-from", "assertions_from", type=click.Path(dir_okay=False, path_type=Path),
               help="JSON file: case id -> list of assertion specs (id, version, name, category, weight, check).")
+@click.option("--goldens", "goldens_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="RAG runs: read the goldens (their mustInclude / mustNotInclude) from this folder "
+                   "(default: the project's goldens).")
 @click.pass_obj
-def rescore_cmd(app: AppContext, run_id: int, scorer_name: str | None, assertions_from: Path | None) -> None:
+def rescore_cmd(app: AppContext, run_id: int, scorer_name: str | None, assertions_from: Path | None,
+                goldens_dir: Path | None) -> None:
     """Re-score RUN_ID from its stored raw outputs; appends new rows, keeps the old ones.
 
-    No model is called. Without --assertions-from the subject's current assertions are used (for a
-    subject not in the registry, such as the RAG subject, the assertions stored with each trial).
+    No model is called. Every assertion, score and metric is recomputed with the subject's
+    current assertions (for a RAG run: the goldens as they are now, or --goldens DIR; for a subject
+    not installed here: the assertions stored with each trial), or those of --assertions-from.
     """
-    store = app.store()
-    info = store.get_run(run_id)
-    subject = _subject(info.subject or "")
-    overrides = None
-    if assertions_from is not None:
-        overrides = load_assertion_overrides(assertions_from, predicate_registry(subject.cases()))
+    store = app.store(auto_create=False)
     scorers = [get_scorer(scorer_name)] if scorer_name else None
-    result = rescore(store, run_id, subject, assertions_override=overrides, scorers=scorers)
+    result, note = rescore_run(store, run_id, app.settings, goldens_dir=goldens_dir,
+                               assertions_from=assertions_from, scorers=scorers)
+    if note:
+        click.echo(note, err=True)
     summary = summarise_run(store.engine, run_id, result.scorers[0][0])
     if app.as_json:
         click.echo(json.dumps({"rescore": asdict(result), "summary": summary_dict(summary)}, indent=2))

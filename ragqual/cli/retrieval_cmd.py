@@ -56,7 +56,12 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
 
 
 def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
-    return app.store().record_cases(SUBJECT, [(g.id, g.id, g.to_json_dict()) for g in goldens])
+    """Each golden as the RAG subject's case (same id, same definition as the generation tier
+    records), so one golden version is one `cases` row for both tiers."""
+    from ragqual.subjects.rag import golden_case
+
+    cases = [golden_case(g) for g in goldens]
+    return app.store().record_cases(SUBJECT, [(c.id, c.slug, c.definition()) for c in cases])
 
 
 def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],

@@ -9,13 +9,14 @@ from typing import Any
 import click
 import pandas as pd
 
-from ragqual.cli.context import AppContext
+from ragqual.app.resume import refuse_conflicts, subject_resume_flags
+from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.output import emit_frame
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary, summarise_run
 from ragqual.engine.cases import select_by_slugs
 from ragqual.engine.services import services_for
-from ragqual.errors import InputError, RagqualError, StorageFault
+from ragqual.errors import InputError, RagqualError, RunInterrupted, StorageFault
 from ragqual.subjects.registry import get_subject
 
 DEFAULT_TRIALS = 3
@@ -94,17 +95,18 @@ def _plan(app: AppContext, subject_name: str | None, models: tuple[str, ...], tr
     if resume is None:
         if not subject_name:
             raise InputError("--subject is required (or --resume RUN_ID): `ragqual run --help`")
-        subject = get_subject(subject_name)
+        subject = get_subject(subject_name, app=app)
         cases = select_by_slugs(subject.cases(), _split(case_slugs))
         variants = subject.default_variants(list(models) or ["mock"])
         return subject, loop.RunPlan(variants, cases, list(modes or subject.modes), trial_count or DEFAULT_TRIALS)
-    if models or trial_count or case_slugs or modes:
-        raise InputError("--resume continues a run as it was started: drop --model, --trial-count, "
-                         "--case-slugs and --mode")
     info = app.store().get_run(resume)
     if subject_name and subject_name != info.subject:
         raise InputError(f"run {resume} is a run of subject {info.subject!r}, not {subject_name!r}")
-    subject = get_subject(info.subject or "")
+    subject = get_subject(info.subject or "", app=app)
+    given = {flag: value for flag, value in (("--model", list(models)), ("--trial-count", trial_count),
+                                              ("--case-slugs", _split(case_slugs)), ("--mode", list(modes)))
+             if value}
+    refuse_conflicts(resume, subject_resume_flags(info.params), given)
     return subject, loop.plan_from_run(app.store(), resume, subject)
 
 
@@ -134,14 +136,18 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
     store = app.store()
     progress = _Progress(enabled=sys.stderr.isatty() and not app.as_json)
     try:
-        outcome = loop.run(
-            subject, plan.variants, plan.cases, store=store,
-            services=services_for(subject, app.response_cache(), ollama_host=ollama_host),
-            modes=plan.modes, repeats=plan.repeats, max_concurrency=max_concurrency,
-            resume_run_id=resume, progress=progress,
-            params={"ollama_host": ollama_host} if ollama_host else None,
-        )
-    except (KeyboardInterrupt, RagqualError) as exc:
+        with resumable(app, "run"):
+            outcome = loop.run(
+                subject, plan.variants, plan.cases, store=store,
+                services=services_for(subject, app.response_cache(), ollama_host=ollama_host),
+                modes=plan.modes, repeats=plan.repeats, max_concurrency=max_concurrency,
+                resume_run_id=resume, progress=progress,
+                params={"ollama_host": ollama_host} if ollama_host else None,
+            )
+    except RunInterrupted:
+        progress.close()
+        raise
+    except RagqualError as exc:
         progress.close()
         if progress.run_id is not None and not isinstance(exc, StorageFault):  # its own line says what to do
             click.echo(f"run {progress.run_id} stopped; finished trials are kept: "

@@ -34,7 +34,7 @@ from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, Que
 def sql_cmd(app: AppContext, query: str, timeout: float, limit: int, fmt: str) -> None:
     """Run one read-only SQL statement on the history database and print its rows."""
     fmt = output_format(fmt, app.as_json)
-    with open_query(app.db_url, query, timeout=timeout, limit=limit) as stream:
+    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit) as stream:
         if stream.columns is None:
             click.echo("(the statement returned no rows)")
             return

@@ -1,7 +1,8 @@
 """Cases and their automatic discovery.
 
 A case is one test scenario: an input and the assertions its output must satisfy. Its id is a
-UUID that never changes (it is the audit key); its slug is the human handle used by
+UUID (or a subject's own stable text id, such as a golden's id) that never changes (it is the
+audit key); its slug is the human handle used by
 `--case-slugs`. Cases are discovered from a folder or a package, never registered by hand:
 
     every public module of a `cases` package (or every `*.py` not starting with `_` in a folder)
@@ -29,6 +30,22 @@ from ragqual.engine.assertions import Assertion, assertion_from_spec
 from ragqual.errors import InputError, Issue, ValidationFailed
 
 
+MAX_CASE_ID = 128
+
+
+def valid_case_id(value: Any) -> bool:
+    """A case id is the audit key shared by every table: a UUID, or a stable text id that a
+    subject owns (the RAG subject uses each golden's own id, so both tiers name a question the
+    same way). A bare number is refused: it reads like a row id."""
+    if not isinstance(value, str) or not value or value != value.strip() or len(value) > MAX_CASE_ID:
+        return False
+    try:
+        uuid.UUID(value)
+        return True
+    except ValueError:
+        return not value.isdigit()
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -41,10 +58,9 @@ class Case:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        try:
-            uuid.UUID(str(self.id))
-        except ValueError:
-            raise InputError(f"case {self.slug!r}: id must be a UUID, got {self.id!r}") from None
+        if not valid_case_id(self.id):
+            raise InputError(f"case {self.slug!r}: id must be a UUID or a stable text id such as a golden's "
+                             f"id (not a bare number, at most {MAX_CASE_ID} characters), got {self.id!r}")
         if not isinstance(self.slug, str) or not self.slug.strip():
             raise InputError(f"case {self.id}: slug must be a non-empty string")
         object.__setattr__(self, "assertions", tuple(self.assertions))

@@ -36,14 +36,13 @@ from typing import Any
 
 from ragqual.adapters.provenance import capture
 from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
-from ragqual.engine.assertions import TrialContext
 from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
 from ragqual.engine.output_cap import cap_result, output_cap
-from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
+from ragqual.engine.scorers import Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
-from ragqual.errors import InputError, ModelCallFailed
+from ragqual.errors import InputError, ModelCallFailed, RunInterrupted
 from ragqual.store.records import TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import assertion_defs
@@ -240,13 +239,10 @@ def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
                   subject: Subject, scorers: Sequence[Scorer]) -> TrialRecord:
     case = slot.case
-    if result is None:
-        evaluated = not_evaluated(case.assertions, f"the trial failed: {error}")
-        metrics: dict[str, float | None] = {}
-    else:
-        ctx = TrialContext(case=case, mode=slot.mode, context=result.context, variant=slot.variant)
-        evaluated = evaluate_all(case.assertions, result.output, ctx)
-        metrics = dict(subject.extra_metrics(case, slot.mode, result.output, result))
+    scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
+                         output=result.output if result is not None else None,
+                         context=result.context if result is not None else None, error=error,
+                         variant=slot.variant)
     t = result.telemetry if result is not None else None
     return TrialRecord(
         run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,
@@ -258,8 +254,8 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         completion_tokens=t.completion_tokens if t else None, latency_ms=t.latency_ms if t else None,
         load_ms=t.load_ms if t else None, cost=t.cost if t else None,
         cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
-        assertions=tuple(e.row() for e in evaluated), scores=score_rows(scorers, evaluated, error),
-        metrics=metrics, case_id=case.id,
+        assertions=scored.assertions, scores=scored.scores,
+        metrics=scored.metrics, case_id=case.id, metrics_version=scored.metrics_version,
     )
 
 
@@ -370,10 +366,22 @@ def _start(store: RunStore, subject: Subject, plan: RunPlan, kind: str, argv: Se
     return store.start_run(kind, subject.name, provenance)
 
 
-def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot]) -> set[SlotKey]:
+def _check_plan(run_id: int, stored: dict[str, Any], plan: RunPlan) -> None:
+    """A resumed run never holds trials outside the plan it started with."""
+    asked = {"variants": [v.as_dict() for v in plan.variants], "case_ids": [c.id for c in plan.cases],
+             "modes": list(plan.modes), "repeats": plan.repeats}
+    differs = [key for key, value in asked.items() if key in stored and stored[key] != value]
+    if differs:
+        shown = "; ".join(f"{k}: stored {stored[k]!r:.80}, asked {asked[k]!r:.80}" for k in differs)
+        raise InputError(f"run {run_id} was started with another plan ({shown}): resume it with its stored "
+                         "plan (`--resume` without those flags) or start a new run")
+
+
+def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot], plan: RunPlan) -> set[SlotKey]:
     info = store.get_run(run_id)
     if info.subject != subject.name:
         raise InputError(f"run {run_id} is a run of subject {info.subject!r}, not {subject.name!r}")
+    _check_plan(run_id, info.params, plan)
     finished = store.finished_slots(run_id)
     stale = finished - {s.key for s in slots}
     if stale:
@@ -418,7 +426,7 @@ def run(
         finished: set[SlotKey] = set()
     else:
         run_id = resume_run_id
-        finished = _resume(store, subject, run_id, slots)
+        finished = _resume(store, subject, run_id, slots, plan)
     pending = [s for s in slots if s.key not in finished]
     return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress)
 
@@ -445,7 +453,7 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
             _run_threaded(pending, trials, after, max_concurrency)
     except KeyboardInterrupt:
         _end(store, run_id, "interrupted", {"trials_stored": count[0], "of": len(pending)})
-        raise
+        raise RunInterrupted(run_id, count[0], len(pending)) from None
     except CircuitOpen as exc:
         _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
                                        "error": f"{type(exc).__name__}: {exc}"})

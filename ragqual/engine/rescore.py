@@ -1,4 +1,6 @@
-"""Rescoring a stored run: new assertion and score rows from the stored raw outputs, no model call.
+"""Rescoring a stored run: new assertion, score and metric rows from the stored raw outputs, no
+model call. It runs the trial loop's own scoring (`scorers.score_trial`), so the metrics move with
+the assertions: a golden whose expectations changed scores differently in `report` afterwards.
 
 Each trial's output is rebuilt with `subject.parse(raw)` and checked against the subject's
 current assertions, or against the ones given for its case in an overrides file:
@@ -17,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragqual.engine.assertions import Assertion, Predicate, TrialContext, assertion_from_spec
+from ragqual.engine.assertions import Assertion, Predicate, assertion_from_spec
 from ragqual.engine.cases import Case
-from ragqual.engine.scorers import Scorer, default_scorers, evaluate_all, not_evaluated, score_rows
+from ragqual.engine.scorers import Scored, Scorer, default_scorers, score_trial
 from ragqual.engine.subject import Subject, reply_text
 from ragqual.errors import InputError, Issue, ValidationFailed
 from ragqual.store.runstore import RunStore
@@ -95,12 +97,13 @@ def load_assertion_overrides(
 
 def _case_and_assertions(
     trial: StoredTrial, current: Mapping[str, Case], overrides: Overrides | None,
-    predicates: Mapping[str, Callable[..., Any]],
+    predicates: Mapping[str, Callable[..., Any]], aliases: Mapping[str, str],
 ) -> tuple[Case, Sequence[Assertion]]:
-    case = current.get(trial.case_id) or Case.from_definition(trial.case_definition, with_assertions=False)
-    if overrides is not None and trial.case_id in overrides:
-        return case, overrides[trial.case_id]
-    if trial.case_id in current:
+    case_id = trial.case_id if trial.case_id in current else aliases.get(trial.case_id, trial.case_id)
+    case = current.get(case_id) or Case.from_definition(trial.case_definition, with_assertions=False)
+    if overrides is not None and (trial.case_id in overrides or case_id in overrides):
+        return case, overrides.get(trial.case_id) or overrides[case_id]
+    if case_id in current:
         return case, case.assertions
     stored = Case.from_definition(trial.case_definition, predicates)  # the subject dropped this case
     return stored, stored.assertions
@@ -128,21 +131,23 @@ def rescore(
     current = {c.id: c for c in current_cases}
     predicates = predicate_registry(current_cases)
     trials = run_trials(store.engine, run_id)
+    aliases = store.case_aliases()
     before = _newest(store.engine, run_id, scorers[0].name)
     after: dict[int, float] = {}
     skipped: list[str] = []
     recorded: set[tuple[str, int, str]] = set()
     for trial in trials:
         try:
-            case, assertions = _case_and_assertions(trial, current, assertions_override, predicates)
+            case, assertions = _case_and_assertions(trial, current, assertions_override, predicates, aliases)
         except InputError as exc:
             skipped.append(f"trial {trial.trial_id} ({trial.slug}): {exc}")
             continue
         _record_defs(store, assertions, recorded)
-        rows = _score_trial(subject, trial, case, assertions, scorers)
-        store.append_scoring(trial.trial_id, rows[0], rows[1])
-        after[trial.trial_id] = rows[1][0].score
-    in_run = {t.case_id for t in trials}
+        scored = _score_trial(subject, trial, case, assertions, scorers)
+        store.append_rescoring(run_id, trial.trial_id, case.id, trial.mode, scored.assertions, scored.scores,
+                               scored.metrics, scored.metrics_version)
+        after[trial.trial_id] = scored.scores[0].score
+    in_run = {t.case_id for t in trials} | {aliases.get(t.case_id, t.case_id) for t in trials}
     unmatched = sorted(set(assertions_override or {}) - in_run)
     changed = sum(1 for t, s in after.items() if t in before and before[t] != s)
     return RescoreSummary(
@@ -163,16 +168,13 @@ def _record_defs(store: RunStore, assertions: Sequence[Assertion], recorded: set
 
 
 def _score_trial(subject: Subject, trial: StoredTrial, case: Case, assertions: Sequence[Assertion],
-                 scorers: Sequence[Scorer]) -> tuple[tuple, tuple]:
-    error = trial.error
+                 scorers: Sequence[Scorer]) -> Scored:
+    """The trial loop's own scoring (`score_trial`) over the stored output: assertions, scores, metrics."""
+    error, output = trial.error, None
     if error is None:
         try:
             output = subject.parse(trial.raw_output)
         except Exception as exc:  # noqa: BLE001 - one unreadable raw response must not stop a rescore
             error = f"parse failed: {type(exc).__name__}: {exc}"
-    if error is not None:
-        evaluated = not_evaluated(assertions, f"the trial failed: {error}")
-    else:
-        ctx = TrialContext(case=case, mode=trial.mode, context=trial.context)
-        evaluated = evaluate_all(assertions, output, ctx)
-    return tuple(e.row() for e in evaluated), score_rows(scorers, evaluated, error)
+    return score_trial(subject, case, assertions, scorers, mode=trial.mode, output=output,
+                       context=trial.context, error=error)

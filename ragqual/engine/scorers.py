@@ -8,13 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragqual.core import scoring
 from ragqual.core.scoring import Outcome, ScoreResult
 from ragqual.engine.assertions import Assertion, TrialContext
 from ragqual.errors import InputError
 from ragqual.store.records import AssertionRow, ScoreRow
+
+if TYPE_CHECKING:
+    from ragqual.engine.cases import Case
+    from ragqual.engine.subject import Subject, Variant
 
 _MAX_DETAIL = 500
 
@@ -109,3 +113,32 @@ def score_rows(
         result = scorer.score(outcomes, trial_error=trial_error)
         rows.append(ScoreRow(scorer.name, scorer.version, result.score, result.perfect, result.per_category))
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """Everything one scoring of one trial appends: assertion rows, score rows, metric rows."""
+
+    assertions: tuple[AssertionRow, ...]
+    scores: tuple[ScoreRow, ...]
+    metrics: dict[str, float | None]
+    metrics_version: int
+
+
+def score_trial(
+    subject: Subject, case: Case, assertions: Sequence[Assertion], scorers: Sequence[Scorer], *,
+    mode: str, output: Any, context: str | None, error: str | None, variant: Variant | None = None,
+) -> Scored:
+    """The one scoring path, shared by the trial loop and `rescore`: assertions first, then the
+    versioned scorers over their outcomes, then the subject's metrics from the outcomes, the
+    output and the context. A trial that failed has no output: every assertion fails as not
+    evaluated and it has no metric rows (reports count it as 0)."""
+    if error is not None:
+        evaluated = not_evaluated(assertions, f"the trial failed: {error}")
+        metrics: dict[str, float | None] = {}
+    else:
+        ctx = TrialContext(case=case, mode=mode, context=context, variant=variant)
+        evaluated = evaluate_all(assertions, output, ctx)
+        metrics = dict(subject.derive_metrics(case, mode, output, context, [e.outcome for e in evaluated]))
+    return Scored(tuple(e.row() for e in evaluated), score_rows(scorers, evaluated, error), metrics,
+                  subject.metrics_version)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
+from ragqual.core.scoring import Outcome
 from ragqual.engine.cases import Case
 from ragqual.errors import InputError, RagqualError
 
@@ -149,6 +150,18 @@ class Subject:
     def extra_metrics(self, case: Case, mode: str, output: Any, result: SubjectResult) -> dict[str, float | None]:
         """Optional per-trial numbers, stored in metric_values."""
         return {}
+
+    metrics_version: int = 1
+    """Version of `derive_metrics`, stored as `metric_values.scorer_version`; bump it when a
+    metric's meaning changes, so that reports can tell the old numbers from the new."""
+
+    def derive_metrics(self, case: Case, mode: str, output: Any, context: str | None,
+                       outcomes: Sequence[Outcome]) -> dict[str, float | None]:
+        """The trial's metric rows, from what is stored: its output, its context and its assertion
+        outcomes. The trial loop and `rescore` both call this, so a rescoring recomputes the
+        metrics exactly as a run computes them. The default asks `extra_metrics`."""
+        result = SubjectResult(output=output, raw=None, telemetry=None, rendered_prompt=None, context=context)
+        return self.extra_metrics(case, mode, output, result)
 
     def provenance_extras(self) -> dict[str, Any]:
         """Extra provenance for the run row (corpus_fingerprint, dataset_hash...)."""

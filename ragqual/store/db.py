@@ -193,6 +193,17 @@ def default_db_url(root: Path | None = None) -> str:
     return f"sqlite:///{base / 'eval-results' / 'eval.db'}"
 
 
+def require_existing(url: str) -> None:
+    """Refuse a SQLite file that does not exist, before anything could create it (read-only
+    commands must not leave an empty database behind)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return
+    if not Path(parsed.database).is_file():
+        raise InputError(f"no history database at {parsed.database}: run `ragqual eval` (or another command "
+                         "that records runs) in this project first, or pass --db URL")
+
+
 def normalise_url(value: str) -> str:
     """Accept a SQLAlchemy URL or a plain file path (taken as SQLite)."""
     if "://" in value:

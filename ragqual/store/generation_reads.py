@@ -6,13 +6,16 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
 
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.store.queries import current_metric_row
+
 MODE_SUMS_SQL = """
-SELECT v.name AS variant, t.mode AS mode, mv.metric AS metric, SUM(mv.value) AS total
-FROM metric_values mv
-JOIN trials t ON t.id = mv.trial_id
+SELECT v.name AS variant, t.mode AS mode, m.metric AS metric, SUM(m.value) AS total
+FROM metric_values m
+JOIN trials t ON t.id = m.trial_id
 JOIN variant_configs v ON v.id = t.variant_id
-WHERE mv.run_id = :run
-GROUP BY v.name, t.mode, mv.metric
+WHERE m.run_id = :run {only} AND {current}
+GROUP BY v.name, t.mode, m.metric
 """
 
 TRIAL_COUNTS_SQL = """
@@ -28,7 +31,8 @@ FROM trials t
 JOIN variant_configs v ON v.id = t.variant_id
 JOIN cases c ON c.id = t.case_pk
 JOIN trial_scores s ON s.id = (
-    SELECT s2.id FROM trial_scores s2 WHERE s2.trial_id = t.id ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)
+    SELECT s2.id FROM trial_scores s2 WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {only}
+    ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)
 WHERE t.run_id = :run
 """
 
@@ -45,12 +49,22 @@ class ModeLine:
     errors: int = 0
 
 
-def mode_lines(engine: Engine, run_id: int) -> list[ModeLine]:
-    """Correctness and refusal over every trial of the group: a trial whose model call failed counts as 0."""
+def mode_lines(engine: Engine, run_id: int, scorer_version: int | None = None) -> list[ModeLine]:
+    """Correctness and refusal over every trial of the group: a trial whose model call failed counts as 0.
+
+    Each trial's current metric rows and newest score (a rescoring's, when there is one); with
+    `scorer_version`, scores of that version and metrics of the newest version not above it."""
+    pinned = scorer_version is not None
+    params: dict[str, object] = {"run": run_id, "scorer_name": SCORER_NAME}
+    if pinned:
+        params["scorer_version"] = scorer_version
+    sums_sql = MODE_SUMS_SQL.format(only="AND m.scorer_version <= :scorer_version" if pinned else "",
+                                    current=current_metric_row(pinned))
+    pass_sql = PASS_SQL.format(only="AND s2.scorer_version = :scorer_version" if pinned else "")
     with engine.connect() as conn:
-        sums = conn.execute(text(MODE_SUMS_SQL), {"run": run_id}).all()
+        sums = conn.execute(text(sums_sql), params).all()
         counts = {(r.variant, r.mode): (r.trials, r.errors) for r in conn.execute(text(TRIAL_COUNTS_SQL), {"run": run_id})}
-        passes = conn.execute(text(PASS_SQL), {"run": run_id}).all()
+        passes = conn.execute(text(pass_sql), params).all()
     metric = {(r.variant, r.mode, r.metric): (r.total or 0.0) / counts[(r.variant, r.mode)][0] for r in sums}
     flags: dict[tuple[str, str], dict[str, set[bool]]] = {}
     for r in passes:

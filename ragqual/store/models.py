@@ -94,6 +94,19 @@ class CaseDef(Base):
     definition: Mapped[str] = mapped_column(Text)  # JSON, assertions included
 
 
+class CaseAlias(Base):
+    """An older id of a case and the id that replaced it (migration 0005: the generation tier's
+    uuid5 ids of the goldens -> the golden ids both tiers use now). Views read case ids through it."""
+
+    __tablename__ = "case_aliases"
+    __table_args__ = (UniqueConstraint("subject", "alias", name="uq_case_aliases_alias"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    subject: Mapped[str] = mapped_column(String(128))
+    alias: Mapped[str] = mapped_column(String(128))
+    case_id: Mapped[str] = mapped_column(String(128), index=True)
+    note: Mapped[str] = mapped_column(Text)
+
+
 class AssertionDef(Base):
     __tablename__ = "assertion_defs"
     __table_args__ = (
@@ -249,6 +262,7 @@ SEALED_TABLES: tuple[str, ...] = (
     "trial_scores",
     "metric_values",
     "retrieval_results",
+    "case_aliases",
 )
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""

@@ -4,9 +4,12 @@ The SQL is written for SQLite and PostgreSQL alike. Two choices shape every repo
 
 * A trial's score is its newest row of the asked scorer: the highest `scorer_version`, then the
   newest row. With a version given, the newest row of exactly that version.
-* A run's metric rows are, per metric, those of the newest `scorer_version` the run holds for
-  that metric; with a version given, the newest one not above it (metrics as they stood when
-  that scorer version was current).
+* A run's metric rows are, per trial and metric (per question, strategy and metric for rows
+  without a trial), the row of the newest `scorer_version`, then the newest row: a rescoring
+  appends rows and they replace the older ones in every report. With a version given, the newest
+  one not above it (metrics as they stood when that scorer version was current).
+* Case ids are read through `case_aliases` (migration 0005), so a golden has one id in old and
+  new runs alike.
 """
 
 from __future__ import annotations
@@ -56,11 +59,12 @@ LEFT JOIN trial_scores s ON s.id = (
 
 
 TRIALS_SQL = """
-SELECT t.id AS trial_id, t.case_pk, c.case_id, c.slug, v.name AS variant, v.model, t.mode,
+SELECT t.id AS trial_id, t.case_pk, COALESCE(a.case_id, c.case_id) AS case_id, c.slug, v.name AS variant, v.model, t.mode,
        t.repeat_index, t.error, t.prompt_tokens, t.completion_tokens, t.latency_ms, t.cost,
        t.cache_hit, s.score, s.perfect, s.scorer_version
 FROM trials t
 JOIN cases c ON c.id = t.case_pk
+LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id
 JOIN variant_configs v ON v.id = t.variant_id
 {score_join}
 WHERE t.run_id = :run_id
@@ -99,20 +103,35 @@ def trial_frame(
 
 
 def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) -> list[tuple]:
-    """The run's metric rows (METRIC_COLUMNS) of the chosen scorer version, per metric (module doc)."""
-    only = "AND scorer_version <= :scorer_version" if scorer_version is not None else ""
+    """The run's current metric rows (METRIC_COLUMNS) of the chosen scorer version (module doc)."""
+    only = "AND m.scorer_version <= :scorer_version" if scorer_version is not None else ""
     sql = f"""
-        SELECT trial_id, case_id, group_key, metric, value, scorer_version
-        FROM metric_values WHERE run_id = :run_id {only} ORDER BY id"""
+        SELECT m.trial_id, COALESCE(a.case_id, m.case_id), m.group_key, m.metric, m.value, m.scorer_version
+        FROM metric_values m
+        JOIN runs r ON r.id = m.run_id
+        LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id
+        WHERE m.run_id = :run_id {only} ORDER BY m.id"""
     params: dict[str, object] = {"run_id": run_id}
     if scorer_version is not None:
         params["scorer_version"] = scorer_version
     with engine.connect() as conn:
         rows = [tuple(row) for row in conn.execute(text(sql), params).all()]
-    newest: dict[str, int] = {}
+    return newest_metric_rows(rows)
+
+
+def newest_metric_rows(rows: Sequence[tuple]) -> list[tuple]:
+    """Of rows in id order, per key the one of the highest version, the later row on a tie.
+
+    The key is (trial, metric) for a trial's rows, (question, group, metric) for the others."""
+    chosen: dict[tuple, tuple] = {}
     for row in rows:
-        newest[row[3]] = max(newest.get(row[3], row[5]), row[5])
-    return [row for row in rows if row[5] == newest[row[3]]]
+        trial_id, case_id, group_key, metric, _, version = row
+        key = (trial_id, metric) if trial_id is not None else (None, case_id, group_key, metric)
+        held = chosen.get(key)
+        if held is None or version >= held[5]:
+            chosen[key] = row
+    kept = {id(r) for r in chosen.values()}
+    return [row for row in rows if id(row) in kept]
 
 
 def metric_frame(engine: Engine, run_id: int, scorer_version: int | None = None) -> pd.DataFrame:
@@ -166,50 +185,74 @@ SCORE_MEANS_SQL = """
 SELECT t.run_id, t.mode AS group_key, AVG(s.score) AS score,
        AVG(CASE WHEN s.perfect THEN 1.0 ELSE 0.0 END) AS pass, COUNT(*) AS trials
 FROM trials t
-JOIN trial_scores s ON s.trial_id = t.id AND s.scorer_name = :scorer_name
+JOIN trial_scores s ON s.trial_id = t.id AND s.scorer_name = :scorer_name {only_s}
 WHERE t.run_id IN :run_ids
   AND NOT EXISTS (
     SELECT 1 FROM trial_scores n
-    WHERE n.trial_id = s.trial_id AND n.scorer_name = s.scorer_name
+    WHERE n.trial_id = s.trial_id AND n.scorer_name = s.scorer_name {only_n}
       AND (n.scorer_version > s.scorer_version OR (n.scorer_version = s.scorer_version AND n.id > s.id)))
 GROUP BY t.run_id, t.mode
 """
 
 
-def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORER_NAME) -> pd.DataFrame:
-    """Per run and mode: mean score, pass rate and scored trials (newest score per trial).
+def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORER_NAME,
+                scorer_version: int | None = None) -> pd.DataFrame:
+    """Per run and mode: mean score, pass rate and scored trials (newest score per trial, of
+    exactly `scorer_version` when given).
 
     Both the trial and the score side are read from covering indexes (migration 0003).
     """
     columns = ["run_id", "group_key", "score", "pass", "trials"]
     if not run_ids:
         return pd.DataFrame(columns=columns)
-    query = text(SCORE_MEANS_SQL).bindparams(bindparam("run_ids", expanding=True))
+    pinned = scorer_version is not None
+    sql = SCORE_MEANS_SQL.format(only_s="AND s.scorer_version = :scorer_version" if pinned else "",
+                                 only_n="AND n.scorer_version = :scorer_version" if pinned else "")
+    query = text(sql).bindparams(bindparam("run_ids", expanding=True))
+    params: dict[str, object] = {"run_ids": list(run_ids), "scorer_name": scorer_name}
+    if pinned:
+        params["scorer_version"] = scorer_version
     with engine.connect() as conn:
-        rows = conn.execute(query, {"run_ids": list(run_ids), "scorer_name": scorer_name}).all()
+        rows = conn.execute(query, params).all()
     return pd.DataFrame(rows, columns=columns).astype({"score": float, "pass": float})  # PostgreSQL: numeric
+
+
+def current_metric_row(pinned: bool) -> str:
+    """SQL: `m` is its trial's newest row of that metric (retrieval rows have no trial: always)."""
+    only = "AND n.scorer_version <= :scorer_version" if pinned else ""
+    return f"""(m.trial_id IS NULL OR NOT EXISTS (
+    SELECT 1 FROM metric_values n
+    WHERE n.trial_id = m.trial_id AND n.metric = m.metric {only}
+      AND (n.scorer_version > m.scorer_version OR (n.scorer_version = m.scorer_version AND n.id > m.id))))"""
 
 
 # One pass over the covering index (run_id, metric, scorer_version, group_key, value), in its
 # order; the newest version per run and metric is kept afterwards.
 METRIC_MEANS_SQL = """
-SELECT run_id, metric, scorer_version, group_key, AVG(value) AS mean, COUNT(value) AS n
-FROM metric_values
-WHERE run_id IN :run_ids AND metric IN :metrics
-GROUP BY run_id, metric, scorer_version, group_key
+SELECT m.run_id, m.metric, m.scorer_version, m.group_key, AVG(m.value) AS mean, COUNT(m.value) AS n
+FROM metric_values m
+WHERE m.run_id IN :run_ids AND m.metric IN :metrics {only}
+  AND {current}
+GROUP BY m.run_id, m.metric, m.scorer_version, m.group_key
 """
 
 
-def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str]) -> pd.DataFrame:
-    """Per run, group and metric: the mean and count of non-null values (newest version)."""
+def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str],
+                 scorer_version: int | None = None) -> pd.DataFrame:
+    """Per run, group and metric: the mean and count of the current non-null values (newest
+    version, or the newest not above `scorer_version`)."""
     columns = ["run_id", "group_key", "metric", "mean", "n"]
     if not run_ids or not metrics:
         return pd.DataFrame(columns=columns)
-    query = text(METRIC_MEANS_SQL).bindparams(
-        bindparam("run_ids", expanding=True), bindparam("metrics", expanding=True)
-    )
+    pinned = scorer_version is not None
+    sql = METRIC_MEANS_SQL.format(only="AND m.scorer_version <= :scorer_version" if pinned else "",
+                                  current=current_metric_row(pinned))
+    query = text(sql).bindparams(bindparam("run_ids", expanding=True), bindparam("metrics", expanding=True))
+    params: dict[str, object] = {"run_ids": list(run_ids), "metrics": list(metrics)}
+    if pinned:
+        params["scorer_version"] = scorer_version
     with engine.connect() as conn:
-        rows = conn.execute(query, {"run_ids": list(run_ids), "metrics": list(metrics)}).all()
+        rows = conn.execute(query, params).all()
     frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"])
     frame["mean"] = frame["mean"].astype(float)
     if frame.empty:
@@ -227,13 +270,22 @@ def export_trials(engine: Engine, run_id: int) -> pd.DataFrame:
         )
 
 
+EXPORT_METRICS_SQL = """
+SELECT m.id, m.run_id, m.trial_id, COALESCE(a.case_id, m.case_id) AS case_id, m.group_key, m.metric, m.value,
+       m.scorer_version, m.created_at, m.case_id AS stored_case_id
+FROM metric_values m
+JOIN runs r ON r.id = m.run_id
+LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id
+WHERE m.run_id = :run_id
+ORDER BY m.id
+"""
+
+
 def export_metrics(engine: Engine, run_id: int) -> pd.DataFrame:
-    """Every metric row of the run, every scorer version included."""
+    """Every metric row of the run, every scorer version included; `case_id` is the case's id now
+    (read through case_aliases), `stored_case_id` the one the row was written with."""
     with engine.connect() as conn:
-        return pd.read_sql_query(
-            text("SELECT * FROM metric_values WHERE run_id = :run_id ORDER BY id"), conn,
-            params={"run_id": run_id},
-        )
+        return pd.read_sql_query(text(EXPORT_METRICS_SQL), conn, params={"run_id": run_id})
 
 
 # -- read-only SQL for people ------------------------------------------------------------------

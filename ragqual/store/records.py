@@ -99,6 +99,7 @@ class TrialRecord:
     case_id: str = ""
     raw_output_bytes: int | None = None  # size of the raw output before the cap (engine.output_cap)
     output_truncated: bool | None = None  # the stored raw output was cut to the cap
+    metrics_version: int = 1  # the subject's metrics version, stored as metric_values.scorer_version
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ragqual.store import db, faults, sealing
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
+    CaseAlias,
     CaseDef,
     CorpusSnapshot,
     MetricValue,
@@ -349,7 +350,7 @@ class RunStore:
             if rec.metrics:
                 self._insert_metrics(
                     session, rec.run_id,
-                    [(trial_id, rec.case_id, rec.mode, k, v, 1) for k, v in rec.metrics.items()], now,
+                    [(trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version) for k, v in rec.metrics.items()], now,
                 )
             return trial_id
 
@@ -413,6 +414,31 @@ class RunStore:
     ) -> None:
         """(trial_id, case_id, group_key, metric, value, scorer_version) rows."""
         self._write(lambda s: self._insert_metrics(s, run_id, rows, self.clock()), run_id)
+
+    def append_rescoring(
+        self, run_id: int, trial_id: int, case_id: str, mode: str, assertions: Sequence[AssertionRow],
+        scores: Sequence[ScoreRow], metrics: Mapping[str, float | None], metrics_version: int,
+    ) -> str:
+        """A re-scoring of an old trial with its metrics, in one transaction: new rows beside the
+        old ones, which stay (readers take the newest version, then the newest row)."""
+
+        def work(session: Session) -> str:
+            now = self.clock()
+            batch = self._insert_scoring(session, trial_id, assertions, scores, now)
+            self._insert_metrics(session, run_id, [(trial_id, case_id, mode, k, v, metrics_version)
+                                                   for k, v in metrics.items()], now)
+            return batch
+
+        return self._write(work)
+
+    def record_case_alias(self, subject: str, alias: str, case_id: str, note: str) -> int:
+        """Say that `alias` is an older id of `case_id` (once; recording it again is a no-op)."""
+        return self._intern(CaseAlias, {"subject": subject, "alias": alias}, {"case_id": case_id, "note": note})
+
+    def case_aliases(self) -> dict[str, str]:
+        """Older case ids -> the case id that replaced them (the `case_aliases` table)."""
+        with Session(self.engine) as session:
+            return {old: new for old, new in session.execute(select(CaseAlias.alias, CaseAlias.case_id))}
 
     def append_retrieval_results(self, run_id: int, rows: Sequence[RetrievalRow]) -> None:
         if not rows:

@@ -17,7 +17,8 @@ from ragqual.adapters.llm import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden, goldens_hash
-from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes
+from ragqual.core.scoring import Outcome
+from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes, TrialContext
 from ragqual.engine.cases import Case
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectResult, Telemetry, Variant, rendered_messages, reply_text
@@ -28,6 +29,13 @@ from ragqual.subjects.rag_checks import NoRetrievalNarration, NoThinkTags, Refus
 
 MODES = ("oracle", "e2e", "noretrieval")
 DEFAULT_OPTIONS = {"temperature": 0, "seed": 42}
+RAG_METRICS_VERSION = 1
+"""The meaning of the generation metrics (module `metrics_from_outcomes`). They used to re-run the
+golden's regexes beside the assertions; they are now read from the assertion outcomes, which gives
+the same number for the same answer and assertions, so the version stays 1. Bump it when a
+metric's meaning changes: reports then read the new version and `--scorer-version` pins the old."""
+
+
 _NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
 
 
@@ -35,8 +43,15 @@ def _uid(*parts: str) -> str:
     return str(uuid.uuid5(_NS, "\x1f".join(parts)))
 
 
+def legacy_case_id(golden_id: str) -> str:
+    """The uuid5 id the generation tier gave a golden before migration 0005 (`case_aliases`)."""
+    return _uid(golden_id)
+
+
 def golden_case(golden: Golden) -> Case:
-    """A golden as an engine case; ids are derived from the golden id so they never drift."""
+    """A golden as an engine case. Its id is the golden's own id, the id the retrieval tier
+    stores too, so one question has one identity in every table; assertion ids are derived from
+    the golden id and the pattern, so they never drift."""
     checks: list[Assertion] = []
     for pattern in golden.must_include:
         checks.append(Assertion(_uid(golden.id, "include", pattern), 1, f"includes /{pattern}/",
@@ -50,7 +65,7 @@ def golden_case(golden: Golden) -> Case:
                             NoRetrievalNarration(), category="leakage", weight=0))
     checks.append(Assertion(_uid(golden.id, "think"), 1, "no reasoning tags", NoThinkTags(),
                             category="think-tags", weight=0))
-    return Case(id=_uid(golden.id), slug=golden.id, input=golden.to_json_dict(), assertions=tuple(checks),
+    return Case(id=golden.id, slug=golden.id, input=golden.to_json_dict(), assertions=tuple(checks),
                 source=golden.source, tags=golden.tags, meta={"goldenId": golden.id})
 
 
@@ -78,7 +93,7 @@ class RagSubject(Subject):
                  retriever: Callable[[], Retriever] | None = None,
                  retrieval_config: RetrievalConfig | None = None, options: dict[str, Any] | None = None,
                  provenance: dict[str, Any] | None = None):
-        self.goldens = {_uid(g.id): g for g in goldens}
+        self.goldens = {g.id: g for g in goldens}
         self.texts = {d.doc_id: d.text for d in documents}
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
@@ -148,38 +163,70 @@ class RagSubject(Subject):
     def mock_reply(self, request: ChatRequest) -> str:
         return prompt.mock_reply(request)
 
-    def extra_metrics(self, case: Case, mode: str, output: Any, result: SubjectResult) -> dict[str, float | None]:
-        return answer_scores(self.golden(case), str(output or ""), result.context or "")
+    metrics_version = RAG_METRICS_VERSION
+
+    def derive_metrics(self, case: Case, mode: str, output: Any, context: str | None,
+                       outcomes: Sequence[Outcome]) -> dict[str, float | None]:
+        return metrics_from_outcomes(bool((case.input or {}).get("expectRefusal")), outcomes,
+                                     str(output or ""), context or "")
 
 
-def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float | None]:
-    """The deterministic generation metrics of one answer (no judge model)."""
-    try:
-        correct = answer_metrics.correctness(answer, golden.must_include, golden.must_not_include)
-    except Exception:  # noqa: BLE001 - a regex timeout scores as incorrect, never a crash
-        correct = False
-    if golden.expect_refusal:
-        correct = answer_metrics.is_refusal(answer)
-    grounded = answer_metrics.groundedness(answer, context)
+
+
+def metrics_from_outcomes(expect_refusal: bool, outcomes: Sequence[Outcome], answer: str,
+                          context: str) -> dict[str, float | None]:
+    """The deterministic generation metrics of one answer, from its assertion outcomes.
+
+    correctness         every `correctness` assertion (mustInclude / mustNotInclude) passed;
+                        on an out-of-corpus question, the `refusal` assertion (it declined)
+    refusalCorrectness  the `refusal` assertion passed
+    leakage             the `leakage` assertion failed (1.0 = the answer narrates retrieval)
+    thinkTagLeak        the `think-tags` assertion failed
+    groundedness        share of the answer's numbers above 10 found in the context (no assertion)
+    A category with no outcome gives None.
+    """
+    by: dict[str, list[bool]] = {}
+    for o in outcomes:
+        by.setdefault(o.category, []).append(o.counts_as_passed)
+
+    def all_passed(category: str) -> float | None:
+        return float(all(by[category])) if category in by else None
+
+    def failed(category: str) -> float | None:
+        return None if category not in by else float(not all(by[category]))
+
+    correct = all_passed("refusal") if expect_refusal else float(all(by.get("correctness", [])))
     return {
-        "correctness": float(correct),
-        "refusalCorrectness": float(answer_metrics.refusal_correct(answer, golden.expect_refusal)),
-        "leakage": float(answer_metrics.leaks_retrieval(answer)),
-        "groundedness": grounded,
-        "thinkTagLeak": float(answer_metrics.has_think_tags(answer)),
+        "correctness": correct,
+        "refusalCorrectness": all_passed("refusal"),
+        "leakage": failed("leakage"),
+        "groundedness": answer_metrics.groundedness(answer, context),
+        "thinkTagLeak": failed("think-tags"),
     }
 
 
-def default_rag_subject() -> RagSubject:
+def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float | None]:
+    """The generation metrics of one answer, through the same assertions a run evaluates."""
+    from ragqual.engine.scorers import evaluate_all
+
+    case = golden_case(golden)
+    outcomes = [e.outcome for e in evaluate_all(case.assertions, answer, TrialContext(case=case, context=context))]
+    return metrics_from_outcomes(golden.expect_refusal, outcomes, answer, context)
+
+
+def default_rag_subject(app: Any = None) -> RagSubject:
     """The RAG subject over the corpus and goldens of the current project (for `ragqual run --subject rag`).
 
-    Retrieval for e2e is built on first use, ingesting when the corpus fingerprint changed.
+    It uses the running application's context (settings, `--cache` mode) when given, so the search
+    and embedding caches obey `--cache off`; retrieval for e2e is built on first use, ingesting
+    when the corpus fingerprint changed.
     """
     from ragqual.cli.context import AppContext
     from ragqual.cli.corpus_options import CorpusOptions, load_corpus_context
     from ragqual.cli.retrieval_cmd import build_retriever
 
-    app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
+    if app is None:
+        app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
     corpus = load_corpus_context(app, CorpusOptions())
     return RagSubject(corpus.goldens, corpus.documents, retriever=lambda: build_retriever(corpus),
                       provenance={"corpus_fingerprint": corpus.fingerprint,

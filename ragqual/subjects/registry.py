@@ -13,7 +13,9 @@ A built-in name wins over an entry point of the same name.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
+from typing import Any
 from importlib.metadata import entry_points
 
 from ragqual.engine.subject import Subject
@@ -31,6 +33,13 @@ BUILTIN: dict[str, str] = {
 CHECK_MODULES: tuple[str, ...] = ("ragqual.subjects.rag_checks",)
 
 Factory = Callable[[], Subject]
+
+
+def _parameters(factory: Callable[..., Any]) -> set[str]:
+    try:
+        return set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return set()
 
 
 def _import(target: str) -> Factory:
@@ -59,8 +68,12 @@ def load_check_kinds() -> None:
             continue
 
 
-def get_subject(name: str) -> Subject:
-    """A fresh subject by name; an unknown name lists the valid ones."""
+def get_subject(name: str, **context: Any) -> Subject:
+    """A fresh subject by name; an unknown name lists the valid ones.
+
+    `context` (the running application, as `app=`) is passed to a factory that declares a
+    parameter of that name, so a subject such as `rag` builds on the application's settings and
+    cache mode instead of defaults of its own."""
     if name in BUILTIN:
         factory = _import(BUILTIN[name])
     else:
@@ -68,7 +81,8 @@ def get_subject(name: str) -> Subject:
         if plugin is None:
             raise InputError(f"unknown subject {name!r}: valid subjects are {', '.join(subject_names())}")
         factory = plugin.load()  # type: ignore[attr-defined]
-    subject = factory()
+    accepted = _parameters(factory)
+    subject = factory(**{k: v for k, v in context.items() if k in accepted})
     if not isinstance(subject, Subject):
         raise InputError(f"subject {name!r} does not build a ragqual Subject (got {type(subject).__name__})")
     return subject

@@ -21,6 +21,7 @@ def workdir(tmp_path_factory, shared_cache):
     root = tmp_path_factory.mktemp("project")
     shutil.copytree(REPO / "corpus", root / "corpus")
     shutil.copytree(REPO / "goldens", root / "goldens")
+    (root / "eval-results").mkdir()  # what makes the folder a ragqual project (config.find_project_root)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):

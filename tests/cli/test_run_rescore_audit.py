@@ -79,7 +79,7 @@ def test_run_json_and_case_selection(env, capsys):
     (["run", "--subject", "sentiment", "--case-slugs", "pos-love-phone,zzz"], "unknown case slug(s) zzz"),
     (["run", "--subject", "sentiment", "--model", "gpt:4"], "valid models are mock, ollama:<model>"),
     (["run"], "--subject is required"),
-    (["run", "--resume", "1", "--model", "mock"], "--resume continues a run as it was started"),
+    (["run", "--resume", "1", "--model", "mock"], "no run with id 1"),
     (["rescore", "7"], "no run with id 7"),
     (["audit", "7"], "no trial with id 7"),
 ])
@@ -125,7 +125,7 @@ def flaky_plugin(tmp_path, monkeypatch):
 def test_ctrl_c_exits_130_and_resume_completes_the_run(env, capsys, flaky_plugin, monkeypatch):
     code, _, err = ragqual(env, ["run", "--subject", "flaky", "--trial-count", "1"], capsys)
     assert code == 130
-    assert "ragqual: interrupted" in err and "`ragqual run --resume 1`" in err
+    assert "ragqual: interrupted: run 1" in err and f"`ragqual --db {env} run --resume 1`" in err
     assert query(env, "SELECT COUNT(*) FROM trials") == [(5,)]
     monkeypatch.delenv("FLAKY_INTERRUPT_AT")
     code, out, err = ragqual(env, ["run", "--resume", "1"], capsys)

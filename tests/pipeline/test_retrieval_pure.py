@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from ragqual.core.diagnosis import count_causes
 from ragqual.errors import InputError
 from ragqual.pipeline.decomposition import against_mock, explain
 from ragqual.pipeline.query import expand_acronyms
@@ -52,8 +53,10 @@ def test_decomposition_sentences():
     low = explain(0.3, 0.2, 0.2)
     assert any("cannot use good context" in s for s in low)
     assert any("RAG is not contributing" in s for s in low)
-    gap = explain(0.9, 0.6, 0.1)
-    assert len(gap) == 1 and "retrieval is failing the model" in gap[0]
+    gap = explain(0.9, 0.6, 0.1)  # no measured causes: the gap is named, no culprit claimed (issue 14)
+    assert len(gap) == 1 and "oracle - e2e = 0.30" in gap[0] and "retrieval is failing" not in gap[0]
+    measured = explain(0.9, 0.6, 0.1, count_causes(["missed-document"] * 3))
+    assert "retrieval is failing the model" in measured[-1]
     assert "no bottleneck" in explain(0.9, 0.85, 0.2)[0]
     assert "below the mock line" in against_mock(0.2, 0.8)
     assert "at or above" in against_mock(0.8, 0.8)

@@ -125,20 +125,32 @@ def test_ctrl_c_stops_promptly_marks_the_run_interrupted_and_keeps_finished_tria
         seen_alive = wait_for_trials(project, child, at_least=3)
         _, stderr = stop_with(child, signal.SIGINT, bound=15.0)
 
-    assert child.returncode == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "ragqual: interrupted"
-    assert_no_traceback(stderr)
-    run_id = only_run_id(project)
-    finished = count_trials(project)
-    assert finished >= seen_alive
-    assert reply.answered - 1 <= model_trials(project, run_id) <= reply.answered
-    assert model_trials(project, run_id) < MODEL_SLOTS
-    assert_every_trial_is_whole(project, run_id)
-    assert run_events(project, run_id) == ["started", "interrupted"]
-    detail = json.loads(project.scalar(
-        "SELECT detail FROM run_events WHERE run_id=? AND event='interrupted'", (run_id,)))
-    assert len(detail.pop("seal_head")) == 64  # the run's seal head when it stopped
-    assert detail == {"trials_stored": finished, "of": TOTAL}
-    assert project.scalar("SELECT status FROM v_run_status WHERE run_id=?", (run_id,)) == "interrupted"
-    assert_no_retriever_was_built(project)
+        assert child.returncode == 130, stderr
+        assert_no_traceback(stderr)
+        run_id = only_run_id(project)
+        finished = count_trials(project)
+        # the interrupt names the run and the exact command that finishes it (issue 14)
+        assert stderr.strip().splitlines()[-1] == (
+            f"ragqual: interrupted: run {run_id} keeps the {finished} trial(s) it finished this time; "
+            f"`ragqual generation --resume {run_id}` runs the rest")
+        assert finished >= seen_alive
+        assert reply.answered - 1 <= model_trials(project, run_id) <= reply.answered
+        assert model_trials(project, run_id) < MODEL_SLOTS
+        assert_every_trial_is_whole(project, run_id)
+        assert run_events(project, run_id) == ["started", "interrupted"]
+        detail = json.loads(project.scalar(
+            "SELECT detail FROM run_events WHERE run_id=? AND event='interrupted'", (run_id,)))
+        assert len(detail.pop("seal_head")) == 64  # the run's seal head when it stopped
+        assert detail == {"trials_stored": finished, "of": TOTAL}
+        assert project.scalar("SELECT status FROM v_run_status WHERE run_id=?", (run_id,)) == "interrupted"
+        assert_no_retriever_was_built(project)
+
+        # the printed command, as typed (the server comes from OLLAMA_HOST, not a flag): every other
+        # setting of the plan (model, mode, limit, repeats, cache) is read from the stored run
+        reply.delay = 0
+        resumed = project.run("generation", "--resume", str(run_id), env={"OLLAMA_HOST": server.url})
+        assert resumed.returncode == 0, resumed.stderr
+    assert count_trials(project) == TOTAL
+    assert duplicate_slots(project, run_id) == []
+    assert run_events(project, run_id) == ["started", "interrupted", "resumed", "finished"]
 

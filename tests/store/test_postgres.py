@@ -158,6 +158,7 @@ def test_truncate_is_refused_on_every_history_table(pg_head_url):
     store.append_retrieval_results(run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [], {"size": 200}, "minilm")
+    store.record_case_alias("rag", "0b7c1a4e-0000-4000-8000-000000000001", "q1", "renamed")
     store.engine.dispose()
 
     con = raw_connect(pg_head_url)

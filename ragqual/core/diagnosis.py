@@ -1,0 +1,125 @@
+"""Why an answer failed, from what the trial stored: the measured causes behind the decomposition.
+
+One failing trial gets one cause, the first that holds in this order:
+
+    answered-out-of-corpus   an out-of-corpus question was answered, and the context was not
+                             empty (retrieval handed the model something to answer from)
+    missed-document          a relevant document of the golden is not in the injected context
+                             (document recall below 1)
+    near-miss                the answer matches a mustNotInclude pattern that the injected
+                             context also contains (a near-miss document led the model astray)
+    fact-not-in-context      every relevant document was retrieved, but a mustInclude fact is not
+                             in the injected chunks (chunk-level coverage below 1: chunking or
+                             context-k, not document retrieval)
+    model                    the expected facts were in the context and the answer missed them
+
+Pure: no I/O. The inputs are what a trial row holds (its context, answer and injected ids) and
+the golden's expectations.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+CAUSES = ("answered-out-of-corpus", "missed-document", "near-miss", "fact-not-in-context", "model")
+RETRIEVAL_CAUSES = frozenset({"missed-document"})
+CONTEXT_CAUSES = frozenset({"answered-out-of-corpus", "near-miss", "fact-not-in-context"})
+
+Matcher = Callable[[str, str], bool]  # (pattern, text) -> matched; a timeout counts as no match
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One trial as the diagnosis reads it."""
+
+    expect_refusal: bool
+    relevant_docs: tuple[str, ...]
+    injected: tuple[str, ...]  # chunk ids (`doc#n`) in e2e, document ids in oracle
+    context: str
+    answer: str
+    must_include: tuple[str, ...]
+    must_not_include: tuple[str, ...]
+
+
+def doc_of(injected_id: str) -> str:
+    """The document of an injected chunk id (`doc#3` -> `doc`); a document id stays as it is."""
+    head, sep, _ = injected_id.rpartition("#")
+    return head if sep else injected_id
+
+
+def document_recall(e: Evidence) -> float | None:
+    """Share of the golden's relevant documents present in the injected context."""
+    if not e.relevant_docs:
+        return None
+    present = {doc_of(i) for i in e.injected}
+    return sum(1 for d in e.relevant_docs if d in present) / len(e.relevant_docs)
+
+
+def fact_coverage(e: Evidence, matches: Matcher) -> float | None:
+    """Share of the mustInclude facts found in the injected context (chunk-level coverage)."""
+    if not e.must_include:
+        return None
+    return sum(1 for p in e.must_include if matches(p, e.context)) / len(e.must_include)
+
+
+def cause_of(e: Evidence, matches: Matcher) -> str:
+    """The measured cause of one failing trial (module doc for the order)."""
+    if e.expect_refusal:
+        return "answered-out-of-corpus" if e.context.strip() else "model"
+    recall = document_recall(e)
+    if recall is not None and recall < 1:
+        return "missed-document"
+    if any(matches(p, e.answer) and matches(p, e.context) for p in e.must_not_include):
+        return "near-miss"
+    coverage = fact_coverage(e, matches)
+    if coverage is not None and coverage < 1:
+        return "fact-not-in-context"
+    return "model"
+
+
+@dataclass(frozen=True)
+class CauseCount:
+    total: int
+    by_cause: Mapping[str, int]
+
+
+def count_causes(causes: Iterable[str]) -> CauseCount:
+    counted = Counter(causes)
+    return CauseCount(sum(counted.values()), {c: counted[c] for c in CAUSES if counted[c]})
+
+
+PHRASES = {
+    "answered-out-of-corpus": "answered an out-of-corpus question from a non-empty context",
+    "missed-document": "did not get a relevant document (document recall below 1)",
+    "near-miss": "repeated a mustNotInclude phrase that a near-miss document put in the context",
+    "fact-not-in-context": "got every relevant document but not the chunk holding the fact (chunk coverage below 1)",
+    "model": "had the expected facts in the context and still missed them",
+}
+
+CONCLUSIONS = {
+    "missed-document": "retrieval is failing the model: the relevant documents do not reach the context.",
+    "fact-not-in-context": "the documents are found but the chunks holding the facts are not injected: "
+                           "look at chunking and --context-k, not at document retrieval.",
+    "answered-out-of-corpus": "out-of-corpus questions get a non-empty context and the model answers from it: "
+                              "a similarity cut-off (--threshold) would let it decline.",
+    "near-miss": "near-miss documents in the context lead the model astray: rerank or filter them.",
+    "model": "the facts were in the context: the model, not retrieval, is missing them.",
+}
+
+
+def gap_verdict(gap: float, counts: CauseCount) -> list[str]:
+    """Sentences on an oracle - e2e gap from the measured causes of e2e's failures there."""
+    if counts.total == 0:
+        return [f"oracle - e2e = {gap:.2f}, but no failing e2e trial of a question the oracle answered "
+                "was found to explain it."]
+    parts = ", ".join(f"{n} {PHRASES[c]}" for c, n in counts.by_cause.items())
+    top = max(counts.by_cause.items(), key=lambda kv: (kv[1], -CAUSES.index(kv[0])))[0]
+    return [f"oracle - e2e = {gap:.2f}; of the {counts.total} e2e failure(s) on questions the oracle answered: {parts}.",
+            f"largest cause, {top}: {CONCLUSIONS[top]}"]
+
+
+def failed_checks(rows: Sequence[tuple[str, bool, str | None]]) -> list[str]:
+    """'name: detail' of the failed checks among (name, passed, detail) rows."""
+    return [f"{name}: {detail}" if detail else name for name, passed, detail in rows if not passed]

@@ -1,0 +1,112 @@
+"""Reads for the failure report: each trial of a run with its stored output, its case definition,
+its newest correctness metric and its newest assertion outcomes (with their names)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.store.queries import current_metric_row
+
+TRIALS_SQL = """
+SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
+       t.raw_output, t.parsed_output, t.context, t.error,
+       (SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
+        ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1) AS perfect
+FROM trials t
+JOIN cases c ON c.id = t.case_pk
+LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id
+JOIN variant_configs v ON v.id = t.variant_id
+WHERE t.run_id = :run
+ORDER BY t.id
+"""
+
+CORRECTNESS_SQL = """
+SELECT m.trial_id, m.value FROM metric_values m
+WHERE m.run_id = :run AND m.metric = 'correctness' AND m.trial_id IS NOT NULL AND {current}
+"""
+
+# The newest scoring (batch) of each trial: the batch of its newest assertion row.
+ASSERTIONS_SQL = """
+SELECT r.trial_id, r.assertion_id, r.assertion_version, r.category, r.weight, r.passed, r.detail,
+       (SELECT d.name FROM assertion_defs d WHERE d.assertion_id = r.assertion_id
+          AND d.version = r.assertion_version ORDER BY d.id DESC LIMIT 1) AS name
+FROM assertion_results r
+JOIN trials t ON t.id = r.trial_id
+WHERE t.run_id = :run AND r.batch = (
+    SELECT r2.batch FROM assertion_results r2 WHERE r2.trial_id = r.trial_id ORDER BY r2.id DESC LIMIT 1)
+ORDER BY r.id
+"""
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    assertion_id: str
+    name: str
+    category: str
+    weight: float
+    passed: bool
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class FailureTrial:
+    trial_id: int
+    variant: str
+    mode: str
+    repeat_index: int
+    case_id: str
+    slug: str
+    case_input: dict[str, Any]
+    raw_output: Any
+    answer: str
+    context: str
+    error: str | None
+    correctness: float | None
+    perfect: bool | None  # every weight-bearing assertion passed (newest score); None: not scored
+    checks: tuple[CheckRow, ...]
+
+
+def _json(value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except (json.JSONDecodeError, TypeError):
+        return value
+
+
+def _answer(parsed: Any, raw: Any) -> str:
+    if isinstance(parsed, str):
+        return parsed
+    message = raw.get("message") if isinstance(raw, dict) else None
+    if isinstance(message, dict) and isinstance(message.get("content"), str):
+        return message["content"]
+    return "" if parsed is None else json.dumps(parsed)
+
+
+def run_failure_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
+    """Every trial of the run as the failure report reads it (newest scoring and metrics)."""
+    with engine.connect() as conn:
+        trials = conn.execute(text(TRIALS_SQL), {"run": run_id, "scorer": SCORER_NAME}).all()
+        correct = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
+                                    {"run": run_id}).all())
+        checks: dict[int, list[CheckRow]] = {}
+        for r in conn.execute(text(ASSERTIONS_SQL), {"run": run_id}):
+            checks.setdefault(r[0], []).append(
+                CheckRow(r[1], r[7] or r[1], r[3], float(r[4]), bool(r[5]), r[6]))
+    out = []
+    for tid, variant, mode, repeat, case_id, slug, definition, raw, parsed, context, error, perfect in trials:
+        raw_value = _json(raw)
+        case_input = (_json(definition) or {}).get("input")
+        out.append(FailureTrial(
+            tid, variant, mode, repeat, case_id, slug, case_input if isinstance(case_input, dict) else {},
+            raw_value, _answer(_json(parsed), raw_value), context or "", error,
+            None if correct.get(tid) is None else float(correct[tid]), None if perfect is None else bool(perfect),
+            tuple(checks.get(tid, ())),
+        ))
+    return out

@@ -1,0 +1,60 @@
+"""The measured causes of a failing answer, hand-checked (no I/O)."""
+
+import re
+
+from ragqual.core.diagnosis import (
+    Evidence,
+    cause_of,
+    count_causes,
+    doc_of,
+    document_recall,
+    fact_coverage,
+    gap_verdict,
+)
+from ragqual.pipeline.decomposition import explain
+
+
+def matches(pattern: str, text: str) -> bool:
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+def ev(**over) -> Evidence:
+    base = dict(expect_refusal=False, relevant_docs=("boil",), injected=("boil#0", "poem#1"),
+                context="Boil water for one minute. Rain on the cistern.", answer="Boil it for one minute.",
+                must_include=(r"\bone minute",), must_not_include=(r"distill",))
+    return Evidence(**{**base, **over})
+
+
+def test_doc_of_and_the_measures():
+    assert doc_of("water-boiling#3") == "water-boiling" and doc_of("water-boiling") == "water-boiling"
+    assert document_recall(ev(relevant_docs=("boil", "filter"))) == 0.5
+    assert fact_coverage(ev(must_include=(r"one minute", r"three minutes")), matches) == 0.5
+
+
+def test_each_cause_in_its_order():
+    assert cause_of(ev(expect_refusal=True, relevant_docs=(), answer="Boil it."), matches) == "answered-out-of-corpus"
+    assert cause_of(ev(expect_refusal=True, relevant_docs=(), context="", injected=()), matches) == "model"
+    assert cause_of(ev(injected=("poem#1",), answer="No idea."), matches) == "missed-document"
+    near = ev(context="Boil for one minute. Distill it with a still.", answer="Distill it.")
+    assert cause_of(near, matches) == "near-miss"
+    assert cause_of(ev(context="Boiling kills germs.", answer="Boil it."), matches) == "fact-not-in-context"
+    assert cause_of(ev(answer="Filter it."), matches) == "model"
+
+
+def test_a_gap_with_the_documents_present_is_not_blamed_on_retrieval():
+    """Recall 1.0 (every relevant document injected), e2e far below oracle."""
+    counts = count_causes(["fact-not-in-context"] * 5 + ["answered-out-of-corpus"] * 3 + ["model"])
+    text = " ".join(explain(1.0, 0.5, 0.0, counts))
+    assert "retrieval is failing the model" not in text
+    assert "5 got every relevant document but not the chunk holding the fact" in text
+    assert "largest cause, fact-not-in-context" in text
+
+
+def test_missing_documents_are_blamed_on_retrieval():
+    text = " ".join(gap_verdict(0.4, count_causes(["missed-document"] * 4 + ["model"])))
+    assert "4 did not get a relevant document" in text and "retrieval is failing the model" in text
+
+
+def test_without_measured_causes_the_gap_sentence_claims_no_culprit():
+    text = " ".join(explain(1.0, 0.5, 0.0))
+    assert "retrieval is failing the model" not in text and "--failures" in text
