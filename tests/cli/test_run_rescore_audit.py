@@ -177,29 +177,22 @@ def test_rescore_with_a_new_assertion_version_then_audit_shows_every_score(env, 
     assert data["trial"]["cache_hit"] is False and len(data["trial"]["cache_key"]) == 64
 
 
-def test_audit_reads_a_run_recorded_before_a_later_migration(tmp_path, capsys, monkeypatch):
-    from ragqual.adapters.cache import ResponseCache
-    from ragqual.engine import loop
-    from ragqual.engine.services import services_for
-    from ragqual.engine.subject import Variant
-    from ragqual.store.runstore import RunStore
+def test_audit_reads_a_run_recorded_before_a_later_migration(tmp_path, capsys):
+    """A history written at 0001, in the SQL ragqual wrote then (the live store writes columns
+    that later migrations added), is refused until upgraded and then audited."""
+    from tests.store.test_upgrade_keeps_data import OldHistory, fill
 
-    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "old.db"
     engine = store_db.make_engine(f"sqlite:///{path}")
     store_db.upgrade(engine, "0001")
-    subject = SentimentSubject()
-    cache = ResponseCache(None, "off")
-    old_store = RunStore(engine, seal=False)  # writes as ragqual did before seals existed
-    loop.run(subject, [Variant("mock", "mock")], subject.cases()[:2], store=old_store,
-             services=services_for(subject, cache), argv=["old"])
+    ids = fill(OldHistory(engine))
     engine.dispose()
-    code, _, err = ragqual(path, ["audit", "1"], capsys)
+    code, _, err = ragqual(path, ["audit", str(ids["t1"])], capsys)
     assert code == 2 and "ragqual db upgrade" in err  # the old file is refused, with the fix named
     assert ragqual(path, ["db", "upgrade"], capsys)[0] == 0
-    code, out, err = ragqual(path, ["audit", "1"], capsys)
+    code, out, err = ragqual(path, ["audit", str(ids["t1"])], capsys)
     assert code == 0, err
-    assert "argv         old" in out and "scores over time (1 scoring(s)" in out
+    assert "argv         ragqual generation" in out and "scores over time (2 scoring(s)" in out
 
 
 def test_rescore_of_a_subject_missing_from_the_registry_uses_the_stored_definitions(env, capsys):
