@@ -53,6 +53,7 @@ def filled(store_head_url):
     store.append_retrieval_results(run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
+    store.record_case_alias("rag", "0c5e1f0a-old-id", "case-1", "an older id of case-1")
     store.add_event(run, "finished")
     store.engine.dispose()
     return store_head_url
