@@ -85,6 +85,13 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     conn.exec_driver_sql(compiled.string, params)
 
 
+def _output_cap_columns(rec: TrialRecord) -> dict[str, Any]:
+    """The output-cap columns (migration 0006), only when the trial carries them."""
+    if rec.raw_output_bytes is None:
+        return {}
+    return {"raw_output_bytes": rec.raw_output_bytes, "output_truncated": rec.output_truncated}
+
+
 def _is_locked(exc: OperationalError) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database table is locked" in text or "busy" in text
@@ -271,8 +278,7 @@ class RunStore:
                     cache_key=rec.cache_key,
                     cache_hit=rec.cache_hit,
                     created_at=now,
-                    raw_output_bytes=rec.raw_output_bytes,
-                    output_truncated=rec.output_truncated,
+                    **_output_cap_columns(rec),
                 )
                 .returning(Trial.id)
             ).scalar_one()

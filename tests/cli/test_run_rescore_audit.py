@@ -180,6 +180,7 @@ def test_rescore_with_a_new_assertion_version_then_audit_shows_every_score(env, 
 def test_audit_reads_a_run_recorded_before_a_later_migration(tmp_path, capsys, monkeypatch):
     from ragqual.adapters.cache import ResponseCache
     from ragqual.engine import loop
+    from ragqual.engine.output_cap import Capped
     from ragqual.engine.services import services_for
     from ragqual.engine.subject import Variant
     from ragqual.store.runstore import RunStore
@@ -188,6 +189,8 @@ def test_audit_reads_a_run_recorded_before_a_later_migration(tmp_path, capsys, m
     path = tmp_path / "old.db"
     engine = store_db.make_engine(f"sqlite:///{path}")
     store_db.upgrade(engine, "0001")
+    # an older ragqual: no output-size columns yet, so it recorded none
+    monkeypatch.setattr(loop, "cap_result", lambda result, cap: Capped(result, None, None))
     subject = SentimentSubject()
     cache = ResponseCache(None, "off")
     loop.run(subject, [Variant("mock", "mock")], subject.cases()[:2], store=RunStore(engine),
