@@ -8,9 +8,10 @@
     ├── GateFailed               1  a regression or a quality gate failed
     ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
     ├── ForeignPoints            1  points ragqual did not write carry its reserved tag: nothing deleted
-    └── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
-        ├── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
-        └── CircuitOpen          3  (engine.breaker) K failed attempts in a row: the run stops as failed
+    ├── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
+    │   ├── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
+    │   └── CircuitOpen          3  (engine.breaker) K failed attempts in a row: the run stops as failed
+    └── StorageFault             4  the history database failed (disk full, read-only, deleted or replaced)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ EXIT_OK = 0
 EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_SERVICE = 3
+EXIT_STORAGE = 4
 
 
 class RagqualError(Exception):
@@ -88,3 +90,9 @@ class ModelCallFailed(ServiceUnavailable):
         super().__init__(message)
         self.reason = reason  # "timeout" | "server_error" | "rejected" | "malformed"
         self.attempts = attempts
+
+
+class StorageFault(RagqualError):
+    """The history database could not be written: the message names the file and the fix."""
+
+    exit_code = EXIT_STORAGE

@@ -1,4 +1,7 @@
-"""Provenance of a run: git state, versions, argv. The only place ragqual asks git."""
+"""Provenance of a run: git state, versions, argv. The only place ragqual asks git.
+
+Credentials in argv and params are masked here already (ragqual.core.redact), so neither the
+history nor a report built from the provenance ever holds one."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ragqual import __version__
+from ragqual.core.redact import redact_argv, redact_value
 from ragqual.store.records import Provenance
 
 
@@ -48,9 +52,9 @@ def capture(
         git_note=note,
         ragqual_version=__version__,
         python_version=platform.python_version(),
-        argv=tuple(sys.argv if argv is None else argv),
+        argv=tuple(redact_argv(sys.argv if argv is None else argv)),
         corpus_fingerprint=corpus_fingerprint,
         dataset_hash=dataset_hash,
         prompt_hashes=tuple(prompt_hashes),
-        params=dict(params or {}),
+        params=redact_value(dict(params or {})),
     )

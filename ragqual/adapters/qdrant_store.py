@@ -42,6 +42,7 @@ from qdrant_client.http import exceptions as qdrant_errors
 from qdrant_client.http import models
 
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.redact import redact_argv
 from ragqual.errors import ForeignPoints, InputError, ServiceUnavailable
 
 T = TypeVar("T")
@@ -198,7 +199,7 @@ def _try_lock(lock_path: Path) -> bool:
 
 
 def _write_holder(path: Path) -> None:
-    record = {"pid": os.getpid(), "argv": list(sys.argv), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    record = {"pid": os.getpid(), "argv": redact_argv(sys.argv), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     try:
         temporary.write_text(json.dumps(record), encoding="utf-8")

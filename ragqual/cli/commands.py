@@ -19,4 +19,5 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "adopt": ("ragqual.cli.adopt_cmd", "adopt_cmd"),
     "sql": ("ragqual.cli.sql_cmd", "sql_cmd"),
     "export": ("ragqual.cli.export_cmd", "export_cmd"),
+    "verify": ("ragqual.cli.verify_cmd", "verify_cmd"),
 }

@@ -1,206 +1,63 @@
-"""`ragqual compare BASE NEW`: the regression gate, with paired statistics per metric.
+"""`ragqual compare BASE NEW`: the regression gate. Parses flags and formats; the comparison
+itself (pairing, tests, Holm, verdicts, flips) is `ragqual.app.comparison`.
 
-BASE and NEW are run ids or baseline files. Groups (strategies, or variant/mode pairs) are
-matched by name and questions by id; a question unstable on either side (passed in some
-repeats, failed in others) is left out and counted. For each metric over the questions present
-in both:
-
-* the flat gate (by default on every metric of a variant/mode group and on the headline
-  metrics `RETRIEVAL_GATE` of a strategy group): a metric regresses when its mean moves the
-  wrong way by more than the tolerance (a move of exactly the tolerance passes; a float slack
-  of 1e-9 absorbs rounding);
-* paired statistics, for judging whether a move is noise: a bootstrap confidence interval of
-  the mean difference (new - base), a sign-flip randomization p-value and win/tie/loss counts
-  (a win is a move the better way). Each metric gets its own generator seeded from `--seed`
-  and the group and metric names, so a result does not depend on which other metrics ran.
-  1000 resamples by default (as sacrebleu's paired bootstrap); `--resamples` raises it.
-
-Runs over different corpus fingerprints measured different things and are refused.
+Output: the metrics table (one row per metric x group), the exploratory per-tag table with
+`--by-tag`, the questions that flipped pass <-> fail, and the unstable questions. Exit 1 only when
+the chosen gate finds a regression: `--gate stats` (the default) on a `regression` verdict,
+`--gate tolerance` when a metric moved the wrong way by more than the tolerance.
 """
 
 from __future__ import annotations
 
-import math
-import zlib
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+import json
+from collections import Counter
+from dataclasses import asdict, fields
 from typing import Any
 
 import click
-import numpy as np
 import pandas as pd
 
-from ragqual.cli.context import AppContext
-from ragqual.cli.output import emit_document, format_option, output_format
-from ragqual.core.scoring import SCORER_NAME
-from ragqual.core.stats import BootstrapCI, paired_bootstrap_ci, paired_randomization_test, win_tie_loss
-from ragqual.errors import GateFailed, InputError
-from ragqual.store.summaries import (
-    INFORMATIONAL,
-    LOWER_IS_BETTER,
-    RETRIEVAL_GATE,
-    GroupSummary,
-    Summary,
-    load_baseline,
-    summarise_run,
+from ragqual.app.comparison import (
+    CLUSTERINGS,
+    DEFAULT_POWER,
+    DEFAULT_RESAMPLES,
+    DEFAULT_TOLERANCE,
+    GATES,
+    Comparison,
+    MetricComparison,
+    Options,
+    check_comparable,
+    compare,
+    is_baseline_file,
+    load_case_infos,
+    load_side,
+    metric_rng,
+    pair_single_groups,
+    parse_side,
 )
+from ragqual.cli.context import AppContext
+from ragqual.cli.output import emit_document, format_option, markdown_table, output_format
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.core.verdicts import DEFAULT_ALPHA, EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
+from ragqual.errors import GateFailed
+from ragqual.store.summaries import Summary
 
-SLACK = 1e-9
-DEFAULT_TOLERANCE = 0.02
-DEFAULT_RESAMPLES = 1000
+__all__ = ["check_comparable", "comparison_json", "compare_cmd", "metric_rng", "verdict_line"]
 
-
-@dataclass(frozen=True)
-class MetricComparison:
-    group: str
-    metric: str
-    better: str  # "higher" or "lower"
-    n: int
-    base: float
-    new: float
-    diff: float  # new - base
-    ci_low: float
-    ci_high: float
-    p_value: float
-    wins: int
-    ties: int
-    losses: int
-    unstable_excluded: int
-    regressed: bool
+# The JSON object of a metric row, in this order (the issue's contract first).
+ROW_FIELDS = ("metric", "group", "n", "base_mean", "new_mean", "delta", "ci_low", "ci_high", "test", "p_value",
+              "p_adjusted", "mde", "verdict", "b", "c", "better", "wins", "ties", "losses", "unstable_excluded",
+              "clusters", "regressed")
+TABLE_COLUMNS = ("group", "metric", "n", "base_mean", "new_mean", "delta", "ci_low", "ci_high", "test", "p_value",
+                 "p_adjusted", "mde", "verdict", "b", "c")
 
 
-@dataclass(frozen=True)
-class Comparison:
-    base: Summary
-    new: Summary
-    tolerance: float
-    seed: int
-    resamples: int
-    rows: list[MetricComparison]
-    unstable: dict[str, list[str]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def regressions(self) -> list[MetricComparison]:
-        return [r for r in self.rows if r.regressed]
-
-
-def check_comparable(base: Summary, new: Summary) -> None:
-    if base.corpus_fingerprint != new.corpus_fingerprint:
-        raise InputError(
-            f"refusing to compare: corpus fingerprints differ ({base.source}: {base.corpus_fingerprint}, "
-            f"{new.source}: {new.corpus_fingerprint}). The two measured different corpora, chunking or "
-            "embedders, so a difference would not be a regression. Re-baseline instead: "
-            "`ragqual baseline promote <run id>` on a run over the current corpus."
-        )
-    if base.kind != new.kind:
-        raise InputError(
-            f"refusing to compare a {base.kind} summary ({base.source}) with a {new.kind} one ({new.source})"
-        )
-
-
-def metric_rng(seed: int, group: str, metric: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(f"{group}\0{metric}".encode())])
-
-
-def default_metrics(base: GroupSummary, new: GroupSummary, every: bool = False) -> list[str]:
-    """Metrics both groups hold, sizes left out; strategy groups only their headline unless `every`."""
-    shared = [m for m in base.metrics() if m in set(new.metrics()) and m not in INFORMATIONAL]
-    if every or base.trials or new.trials:
-        return shared
-    return [m for m in shared if m in RETRIEVAL_GATE]
-
-
-def compare_summaries(
-    base: Summary, new: Summary, tolerance: float = DEFAULT_TOLERANCE, metrics: Sequence[str] = (),
-    seed: int = 0, resamples: int = DEFAULT_RESAMPLES, every_metric: bool = False,
-) -> Comparison:
-    if not (tolerance >= 0 and math.isfinite(tolerance)):
-        raise InputError(f"--tolerance must be a non-negative number, got {tolerance!r}")
-    check_comparable(base, new)
-    rows: list[MetricComparison] = []
-    unstable: dict[str, list[str]] = {}
-    notes = _group_notes(base, new)
-    for label in sorted(set(base.groups) & set(new.groups)):
-        b, n = base.groups[label], new.groups[label]
-        excluded = sorted(set(b.unstable) | set(n.unstable))
-        if excluded:
-            unstable[label] = excluded
-        wanted = list(metrics) or default_metrics(b, n, every_metric)
-        for metric in wanted:
-            row = _compare_metric(label, metric, b.values(metric), n.values(metric), set(excluded),
-                                  tolerance, seed, resamples, notes)
-            if row is not None:
-                rows.append(row)
-    if not rows:
-        notes.append("no metric was present on both sides for any shared group: nothing was compared")
-    return Comparison(base, new, tolerance, seed, resamples, rows, unstable, notes)
-
-
-def _group_notes(base: Summary, new: Summary) -> list[str]:
-    notes = []
-    for label in sorted(set(base.groups) - set(new.groups)):
-        notes.append(f"group {label!r} is only in BASE ({base.source}): not compared")
-    for label in sorted(set(new.groups) - set(base.groups)):
-        notes.append(f"group {label!r} is only in NEW ({new.source}): not compared")
-    return notes
-
-
-def _compare_metric(
-    label: str, metric: str, base: dict[str, float], new: dict[str, float], excluded: set[str],
-    tolerance: float, seed: int, resamples: int, notes: list[str],
-) -> MetricComparison | None:
-    paired = sorted((set(base) & set(new)) - excluded)
-    if not paired:
-        notes.append(f"{label} {metric}: no question has it on both sides")
-        return None
-    b = [base[q] for q in paired]
-    n = [new[q] for q in paired]
-    ci, p_value = _statistics(b, n, metric_rng(seed, label, metric), resamples)
-    wins, ties, losses = win_tie_loss(b, n)
-    lower = metric in LOWER_IS_BETTER
-    if lower:
-        wins, losses = losses, wins
-    base_mean, new_mean = sum(b) / len(b), sum(n) / len(n)
-    worsening = (new_mean - base_mean) if lower else (base_mean - new_mean)
-    return MetricComparison(
-        group=label, metric=metric, better="lower" if lower else "higher", n=len(paired), base=base_mean,
-        new=new_mean, diff=new_mean - base_mean, ci_low=ci.lo, ci_high=ci.hi, p_value=p_value,
-        wins=wins, ties=ties, losses=losses, unstable_excluded=len(excluded),
-        regressed=worsening > tolerance + SLACK,
-    )
-
-
-def _statistics(
-    base: list[float], new: list[float], rng: np.random.Generator, resamples: int
-) -> tuple[BootstrapCI, float]:
-    """Bootstrap interval and p-value; identical questions give (0, 0, 0) and 1 without resampling,
-    which is exactly what resampling would return."""
-    if base == new:
-        return BootstrapCI(0.0, 0.0, 0.0), 1.0
-    ci = paired_bootstrap_ci(base, new, rng, n_resamples=resamples)
-    return ci, paired_randomization_test(base, new, rng, n_permutations=resamples)
-
-
-# -- loading either side ---------------------------------------------------------------------------
-
-def load_side(app: AppContext, spec: str, scorer_name: str = SCORER_NAME, scorer_version: int | None = None) -> Summary:
-    """A baseline file when `spec` names an existing path, else a run id."""
-    if Path(spec).is_file():
-        return load_baseline(spec)
-    if not spec.isdigit():
-        raise InputError(f"{spec!r} is neither a run id nor an existing baseline file")
-    store = app.store()
-    return summarise_run(store.engine, store.get_run(int(spec)), scorer_name, scorer_version)
-
-
-# -- output ----------------------------------------------------------------------------------------
-
-def comparison_frame(comparison: Comparison) -> pd.DataFrame:
-    rows = [asdict(r) | {"status": "REGRESSED" if r.regressed else "ok"} for r in comparison.rows]
-    frame = pd.DataFrame(rows, columns=[*MetricComparison.__dataclass_fields__, "status"])
-    return frame.drop(columns=["regressed"])
+def row_object(row: MetricComparison) -> dict[str, Any]:
+    data = asdict(row)
+    out = {name: data[name] for name in ROW_FIELDS}
+    if row.tag is not None:
+        out = {"tag": row.tag} | out
+    return out
 
 
 def _side(summary: Summary) -> dict[str, Any]:
@@ -208,65 +65,176 @@ def _side(summary: Summary) -> dict[str, Any]:
             "corpus_fingerprint": summary.corpus_fingerprint, "git_sha": summary.header.get("git_sha")}
 
 
-def comparison_header(comparison: Comparison) -> dict[str, Any]:
-    return {
-        "base": _side(comparison.base), "new": _side(comparison.new), "tolerance": comparison.tolerance,
-        "seed": comparison.seed, "resamples": comparison.resamples,
-        "unstable_excluded": comparison.unstable,
+def comparison_json(comparison: Comparison) -> dict[str, Any]:
+    opts = comparison.options
+    header = {
+        "base": _side(comparison.base), "new": _side(comparison.new), "gate": opts.gate,
+        "tolerance": opts.tolerance, "alpha": opts.alpha, "power": opts.power, "seed": opts.seed,
+        "resamples": opts.resamples, "cluster": opts.cluster, "unstable_excluded": comparison.unstable_by_group(),
         "regressions": [f"{r.group} {r.metric}" for r in comparison.regressions],
-        "passed": not comparison.regressions,
+        "passed": not comparison.regressions, "verdict": verdict_line(comparison),
     }
+    return {
+        "header": header, "metrics": [row_object(r) for r in comparison.rows],
+        "tags": [row_object(r) for r in comparison.tag_rows], "flips": [asdict(f) for f in comparison.flips],
+        "unstable": [asdict(u) for u in comparison.unstable], "notes": comparison.notes,
+    }
+
+
+# -- the verdict line ------------------------------------------------------------------------------
+
+def _names(rows: list[MetricComparison]) -> str:
+    return ", ".join(f"{r.group} {r.metric} ({r.delta:+.4f})" for r in rows)
+
+
+def verdict_line(comparison: Comparison) -> str:
+    opts, rows = comparison.options, comparison.rows
+    if opts.gate == "tolerance":
+        if comparison.regressions:
+            return (f"FAIL (tolerance gate): {len(comparison.regressions)} metric(s) regressed beyond the "
+                    f"tolerance {opts.tolerance}: {_names(comparison.regressions)}")
+        return f"OK (tolerance gate): no metric regressed beyond the tolerance {opts.tolerance}"
+    by = {v: [r for r in rows if r.verdict == v] for v in (REGRESSION, IMPROVEMENT, EQUIVALENT, INCONCLUSIVE)}
+    if by[REGRESSION]:
+        return (f"REGRESSION: {len(by[REGRESSION])} metric(s) got worse by more than {opts.tolerance} with "
+                f"Holm-adjusted p < {opts.alpha}: {_names(by[REGRESSION])}")
+    if by[IMPROVEMENT]:
+        return f"IMPROVEMENT, no regression: {_names(by[IMPROVEMENT])}"
+    if rows and len(by[EQUIVALENT]) == len(rows):
+        return f"EQUIVALENT: every metric's interval lies within +-{opts.tolerance}"
+    if not rows:
+        return "NOTHING COMPARED"
+    shown = by[INCONCLUSIVE][:3]
+    sizes = ", ".join(f">= {r.mde:.2f} ({r.metric}, n={r.n})" for r in shown)
+    more = f" and {len(by[INCONCLUSIVE]) - len(shown)} more" if len(by[INCONCLUSIVE]) > len(shown) else ""
+    return (f"INCONCLUSIVE, no regression shown: {len(by[INCONCLUSIVE])} metric(s) can neither be called changed "
+            f"nor equivalent within +-{opts.tolerance}; this comparison can only see changes {sizes}{more}")
+
+
+# -- tables ----------------------------------------------------------------------------------------
+
+def metrics_frame(rows: list[MetricComparison], with_tag: bool = False) -> pd.DataFrame:
+    columns = (("tag",) if with_tag else ()) + TABLE_COLUMNS
+    frame = pd.DataFrame([asdict(r) for r in rows], columns=[f.name for f in fields(MetricComparison)])
+    frame = frame[list(columns) + ["regressed"]]
+    frame = frame.assign(gate=frame.pop("regressed").map(lambda r: "FAIL" if r else "ok"))
+    for column in ("b", "c"):
+        frame[column] = frame[column].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+    return frame
+
+
+def flips_frame(comparison: Comparison) -> pd.DataFrame:
+    rows = [{"group": f.group, "flip": f.direction, "question": f.golden_id, "tags": ",".join(f.tags)}
+            for f in comparison.flips]
+    return pd.DataFrame(rows, columns=["group", "flip", "question", "tags"])
+
+
+def flips_by_tag_frame(comparison: Comparison) -> pd.DataFrame:
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for f in comparison.flips:
+        for tag in f.tags or ("(no tag)",):
+            counts[(f.group, tag, f.direction)] += 1
+    keys = sorted({(g, t) for g, t, _ in counts})
+    rows = [{"group": g, "tag": t, "pass->fail": counts[(g, t, "pass->fail")],
+             "fail->pass": counts[(g, t, "fail->pass")]} for g, t in keys]
+    return pd.DataFrame(rows, columns=["group", "tag", "pass->fail", "fail->pass"])
+
+
+def unstable_frame(comparison: Comparison) -> pd.DataFrame:
+    rows = [{"group": u.group, "question": u.golden_id, "unstable in": u.sides} for u in comparison.unstable]
+    return pd.DataFrame(rows, columns=["group", "question", "unstable in"])
 
 
 def _text_header(comparison: Comparison) -> dict[str, Any]:
     def side(summary: Summary) -> str:
         return f"{summary.source} (git {summary.header.get('git_sha') or '-'}, tier {summary.tier})"
 
-    counts = {label: len(ids) for label, ids in comparison.unstable.items()}
+    opts = comparison.options
+    counts = {label: len(ids) for label, ids in comparison.unstable_by_group().items()}
     return {"base": side(comparison.base), "new": side(comparison.new),
-            "corpus": comparison.base.corpus_fingerprint or "-", "tolerance": comparison.tolerance,
-            "seed": comparison.seed, "resamples": comparison.resamples,
+            "corpus": comparison.base.corpus_fingerprint or "-", "gate": opts.gate, "tolerance": opts.tolerance,
+            "alpha": opts.alpha, "power": opts.power, "seed": opts.seed, "resamples": opts.resamples,
+            "cluster": opts.cluster or "none",
             "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"}
 
 
-def _verdict_line(comparison: Comparison) -> str:
-    if comparison.regressions:
-        return f"FAIL: {len(comparison.regressions)} metric(s) regressed beyond the tolerance {comparison.tolerance}"
-    return f"OK: no metric regressed beyond the tolerance {comparison.tolerance}"
+def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
+    sections = [("metrics", metrics_frame(comparison.rows))]
+    if comparison.options.by_tag:
+        sections.append(("by tag (exploratory, Benjamini-Hochberg; decides nothing)",
+                         metrics_frame(comparison.tag_rows, with_tag=True)))
+    sections += [("flips", flips_frame(comparison)), ("flips by tag", flips_by_tag_frame(comparison)),
+                 ("unstable", unstable_frame(comparison))]
+    return sections
 
 
-@click.command("compare")
+def markdown_comment(comparison: Comparison) -> str:
+    """A pull-request comment: the verdict line, the metrics table, the flips."""
+    title = f"ragqual compare: {comparison.base.source} -> {comparison.new.source}"
+    parts = [f"### {title}", "", f"**{verdict_line(comparison)}**", ""]
+    opts = comparison.options
+    parts.append(f"gate `{opts.gate}`, tolerance {opts.tolerance}, alpha {opts.alpha} (Holm over "
+                 f"{len(comparison.rows)} tests), power {opts.power}, seed {opts.seed}, {opts.resamples} resamples"
+                 + (f", clustered by {opts.cluster}" if opts.cluster else ""))
+    for name, frame in _sections(comparison):
+        parts += ["", f"#### {name}", "", markdown_table(frame) if not frame.empty else "(none)"]
+    parts += ["", *(f"> {n}" for n in comparison.notes)] if comparison.notes else []
+    return "\n".join(parts)
+
+
+@click.command("compare", epilog="BASE and NEW take `RUN_ID`, `RUN_ID:GROUP`, `FILE` or `FILE:GROUP`; when both "
+               "name a group, those two groups are compared with each other (e.g. 12:dense 12:hybrid).")
 @click.argument("base")
 @click.argument("new")
+@click.option("--gate", type=click.Choice(GATES), default="stats", show_default=True,
+              help="stats: exit 1 on a `regression` verdict (worse by more than the tolerance, Holm-adjusted "
+                   "p < alpha). tolerance: exit 1 when a mean moves the wrong way by more than the tolerance.")
 @click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
-              help="Largest move the wrong way that still passes (absolute, in the metric's units).")
+              help="Smallest change that matters (absolute, in the metric's units).")
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
+              help="Significance level of the gate family (Holm) and the intervals' 1 - alpha.")
+@click.option("--power", type=float, default=DEFAULT_POWER, show_default=True,
+              help="Power of the minimum detectable effect.")
+@click.option("--cluster", type=click.Choice(CLUSTERINGS),
+              help="doc: questions sharing a relevant document are resampled and sign-flipped together.")
+@click.option("--by-tag", is_flag=True, help="Add the exploratory per-tag table (Benjamini-Hochberg).")
 @click.option("--metric", "metrics", multiple=True, metavar="M",
               help="Compare only this metric (repeatable). Default: every metric of a variant/mode group and "
                    "the headline metrics of a strategy group (recall@1/5, hit@5, mrr, ndcg@10, map@10, "
                    "precision@5, contextRecall, nonEmptyRefusal).")
 @click.option("--all-metrics", "every_metric", is_flag=True,
               help="Compare every metric both sides hold (sizes excepted).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and randomization test.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and randomization tests.")
 @click.option("--resamples", type=click.IntRange(min=1), default=DEFAULT_RESAMPLES, show_default=True,
-              help="Bootstrap resamples and random sign flips per metric.")
+              help="Bootstrap resamples and random sign flips per test.")
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass` of a run.")
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
 @format_option()
 @click.pass_obj
-def compare_cmd(app: AppContext, base: str, new: str, tolerance: float, metrics: tuple[str, ...],
-                every_metric: bool, seed: int, resamples: int, scorer_name: str, scorer_version: int | None,
-                fmt: str) -> None:
-    """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression beyond the tolerance."""
-    comparison = compare_summaries(
-        load_side(app, base, scorer_name, scorer_version), load_side(app, new, scorer_name, scorer_version),
-        tolerance, metrics, seed, resamples, every_metric,
-    )
-    fmt = output_format(fmt, app.as_json)
-    title = f"compare: BASE {comparison.base.source} -> NEW {comparison.new.source}"
-    notes = comparison.notes + ([] if fmt == "json" else [_verdict_line(comparison)])
-    header = comparison_header(comparison) if fmt == "json" else _text_header(comparison)
-    emit_document(title, header, [("metrics", comparison_frame(comparison))], fmt, notes)
+def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
+                cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
+                resamples: int, scorer_name: str, scorer_version: int | None, fmt: str) -> None:
+    """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
+    base_summary = load_side(base, app.store, scorer_name, scorer_version)
+    new_summary = load_side(new, app.store, scorer_name, scorer_version)
+    options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag)
+    if parse_side(base).group and parse_side(new).group:
+        base_summary, new_summary = pair_single_groups(base_summary, new_summary)
+    from_history = not (is_baseline_file(base) and is_baseline_file(new))
+    cases = load_case_infos(base_summary, new_summary, app.store, from_history)
+    comparison = compare(base_summary, new_summary, options, cases)
+    _emit(comparison, output_format(fmt, app.as_json))
     if comparison.regressions:
-        names = ", ".join(f"{r.group} {r.metric} ({r.diff:+.4f})" for r in comparison.regressions)
-        raise GateFailed(f"{len(comparison.regressions)} metric(s) regressed beyond the tolerance {tolerance}: {names}")
+        raise GateFailed(verdict_line(comparison))
+
+
+def _emit(comparison: Comparison, fmt: str) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(comparison_json(comparison), indent=2))
+    elif fmt == "markdown":
+        click.echo(markdown_comment(comparison))
+    else:
+        title = f"compare: BASE {comparison.base.source} -> NEW {comparison.new.source}"
+        notes = comparison.notes + ([] if fmt == "csv" else [verdict_line(comparison)])
+        emit_document(title, _text_header(comparison), _sections(comparison), fmt, notes)

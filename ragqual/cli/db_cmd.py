@@ -6,6 +6,7 @@ import click
 from alembic.script import ScriptDirectory
 
 from ragqual.cli.context import AppContext
+from ragqual.errors import GateFailed
 from ragqual.store import db
 
 
@@ -33,10 +34,15 @@ def current_cmd(app: AppContext) -> None:
     """Print the database's schema revision and the one this ragqual needs."""
     engine = db.make_engine(app.db_url)
     current = db.current_revision(engine)
-    engine.dispose()
     head = db.head_revision()
+    missing = db.missing_guards(engine) if current == head else []
+    engine.dispose()
     state = "up to date" if current == head else "run `ragqual db upgrade`"
     click.echo(f"current: {current or 'none'}\nhead: {head}\n{state}")
+    if missing:
+        shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise GateFailed(f"{len(missing)} append-only trigger(s) are missing ({shown}): the history may have "
+                         "been edited; `ragqual verify` names what changed")
 
 
 @db_group.command("history")

@@ -3,6 +3,10 @@
 One row per run and group: the strategy for retrieval runs, the mode for generation runs (a run
 with no rows yet shows one empty row). `score` and `pass` are the mean trial score and the share
 of trials whose every weight-bearing assertion passed; any other name is a metric row's mean.
+
+`--case GOLDEN_ID` shows one question across every run instead: its pass share, mean score and
+stability per variant/mode over its repeats (trial runs), or its metric values per strategy
+(retrieval runs), each with the run's git sha.
 """
 
 from __future__ import annotations
@@ -74,6 +78,13 @@ def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"corpus_fingerprint": "fingerprint", "git_dirty": "dirty"})
 
 
+def _for_case_display(frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame.copy()
+    out["git_sha"] = out["git_sha"].map(lambda v: v[:10] if isinstance(v, str) else v)
+    out["started_at"] = out["started_at"].map(lambda v: str(v)[:19])
+    return out
+
+
 @click.command("history")
 @click.option("--kind", type=click.Choice(["retrieval", "generation", "subject", "sweep"]),
               help="Only runs of this kind.")
@@ -83,12 +94,20 @@ def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
 @click.option("--limit", type=int, default=DEFAULT_LIMIT, show_default=True, help="Only the newest N runs (0: all).")
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass`.")
+@click.option("--case", "golden_id", metavar="GOLDEN_ID",
+              help="One question across every run: pass/score per run (trials) or its metrics (retrieval).")
 @format_option()
 @click.pass_obj
 def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], limit: int, scorer_name: str,
-                fmt: str) -> None:
+                golden_id: str | None, fmt: str) -> None:
     """List the runs over time: git sha, corpus fingerprint, status and headline metrics."""
     fmt = output_format(fmt, app.as_json)
+    if golden_id is not None:
+        from ragqual.app.case_history import case_history
+
+        frame = case_history(app.store().engine, golden_id, metrics, scorer_name)
+        emit_frame(_for_case_display(frame) if fmt in ("table", "markdown") else frame, fmt)
+        return
     frame = history_frame(app.store().engine, kind, metrics, limit or None, scorer_name)
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")

@@ -1,7 +1,8 @@
 """The `ragqual` command: global options, the command groups, and error translation.
 
-Exit codes: 0 ok, 1 a gate failed or a regression, 2 bad input or usage,
-3 a service unreachable, 130 interrupted.
+Exit codes: 0 ok, 1 a gate failed or a regression (or `verify` found a change), 2 bad input or
+usage, 3 a service unreachable, 4 the history storage failed (disk full, read-only, database
+deleted or replaced), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -67,7 +68,18 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("ragqual: interrupted", err=True)
         sys.exit(130)
     except RagqualError as exc:
-        message = str(exc).strip() or exc.__class__.__name__
-        click.echo(f"ragqual: error: {message}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(exc)
+    except Exception as exc:  # a storage failure no layer below translated: still one line, exit 4
+        from ragqual.store.faults import translate
+
+        fault = translate(exc)
+        if fault is None:
+            raise
+        _fail(fault)
     sys.exit(0)
+
+
+def _fail(exc: RagqualError) -> None:
+    message = str(exc).strip() or exc.__class__.__name__
+    click.echo(f"ragqual: error: {message}", err=True)
+    sys.exit(exc.exit_code)

@@ -15,7 +15,7 @@ from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary, summarise_run
 from ragqual.engine.cases import select_by_slugs
 from ragqual.engine.services import services_for
-from ragqual.errors import InputError, RagqualError
+from ragqual.errors import InputError, RagqualError, StorageFault
 from ragqual.subjects.registry import get_subject
 
 DEFAULT_TRIALS = 3
@@ -141,9 +141,9 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
             resume_run_id=resume, progress=progress,
             params={"ollama_host": ollama_host} if ollama_host else None,
         )
-    except (KeyboardInterrupt, RagqualError):
+    except (KeyboardInterrupt, RagqualError) as exc:
         progress.close()
-        if progress.run_id is not None:
+        if progress.run_id is not None and not isinstance(exc, StorageFault):  # its own line says what to do
             click.echo(f"run {progress.run_id} stopped; finished trials are kept: "
                        f"`ragqual run --resume {progress.run_id}` completes it", err=True)
         raise

@@ -3,7 +3,9 @@
 Everything that can change an answer is in it: provider, model name, the model
 digest where the backend reports one, system prompt, every message, every
 sampling option, the output format or schema, and the repeat index, so that
-repeats are distinct samples and a replay never counts as a new sample.
+repeats are distinct samples and a replay never counts as a new sample. Credentials in the
+model's URL enter only as a hash (ragqual.core.redact), so the key changes with them while the
+material hashed holds no secret.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragqual.core.hashing import hash_value
+from ragqual.core.redact import redact_text, secret_digest
 
 CACHE_KEY_VERSION = 1
 
@@ -23,16 +26,18 @@ def response_cache_key(
     request_material: dict[str, Any],
     repeat_index: int,
 ) -> str:
-    return hash_value(
-        {
-            "v": CACHE_KEY_VERSION,
-            "provider": provider,
-            "model": model,
-            "digest": digest,
-            "request": request_material,
-            "repeat": repeat_index,
-        }
-    )
+    material = {
+        "v": CACHE_KEY_VERSION,
+        "provider": provider,
+        "model": redact_text(model),
+        "digest": digest,
+        "request": request_material,
+        "repeat": repeat_index,
+    }
+    credentials = secret_digest(model)
+    if credentials is not None:  # a model URL with userinfo: its hash, never the secret itself
+        material["credentials"] = credentials
+    return hash_value(material)
 
 
 def embedding_cache_key(embedder_id: str, text: str) -> str:

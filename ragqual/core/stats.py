@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -122,3 +123,208 @@ def win_tie_loss(base: Sequence[float], new: Sequence[float], eps: float = 1e-9)
     wins = int(np.count_nonzero(diffs > eps))
     losses = int(np.count_nonzero(diffs < -eps))
     return wins, diffs.size - wins - losses, losses
+
+
+# -- binary metrics: McNemar and Newcombe ----------------------------------------------------------
+
+class PairedCounts(NamedTuple):
+    """The 2 x 2 table of a binary metric over paired questions (1 = the metric holds).
+
+    `b`: 1 in base, 0 in new; `c`: 0 in base, 1 in new; `a` both 1; `d` both 0.
+    """
+
+    a: int
+    b: int
+    c: int
+    d: int
+
+    @property
+    def n(self) -> int:
+        return self.a + self.b + self.c + self.d
+
+
+def is_binary(values: Sequence[float]) -> bool:
+    """Every value is exactly 0 or 1."""
+    return all(v in (0.0, 1.0) for v in values)
+
+
+def paired_counts(base: Sequence[float], new: Sequence[float]) -> PairedCounts:
+    """The 2 x 2 table of two 0/1 sequences over the same questions."""
+    paired_differences(base, new)
+    if not (is_binary(base) and is_binary(new)):
+        raise InputError("paired counts need values that are all 0 or 1")
+    pairs = list(zip(base, new, strict=True))
+    return PairedCounts(
+        a=sum(1 for x, y in pairs if x == 1 and y == 1), b=sum(1 for x, y in pairs if x == 1 and y == 0),
+        c=sum(1 for x, y in pairs if x == 0 and y == 1), d=sum(1 for x, y in pairs if x == 0 and y == 0),
+    )
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: the binomial test of b against b + c trials at one half.
+
+    Twice the smaller tail, capped at 1 (as statsmodels' `mcnemar(exact=True)`); no discordant
+    question at all gives 1.
+    """
+    if b < 0 or c < 0:
+        raise InputError(f"discordant counts must be non-negative, got b={b}, c={c}")
+    n = b + c
+    if n == 0:
+        return 1.0
+    low = min(b, c)
+    tail = math.fsum(math.comb(n, k) for k in range(low + 1)) / 2.0**n
+    return min(1.0, 2.0 * tail)
+
+
+def mcnemar_min_discordant(alpha: float = 0.05) -> int:
+    """The fewest discordant questions, all moving one way, that the exact McNemar test calls
+    significant at `alpha` (6 at 0.05: 2 / 2**6 = 0.031)."""
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must be between 0 and 1, got {alpha!r}")
+    k = 1
+    while mcnemar_exact(k, 0) >= alpha:
+        k += 1
+    return k
+
+
+def normal_quantile(p: float) -> float:
+    """The standard normal distribution's p-quantile."""
+    return NormalDist().inv_cdf(p)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (no continuity correction)."""
+    if n <= 0 or not 0 <= successes <= n:
+        raise InputError(f"a proportion needs 0 <= successes <= n and n > 0, got {successes}/{n}")
+    z = normal_quantile(1 - (1 - confidence) / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_paired_interval(counts: PairedCounts, confidence: float = 0.95) -> tuple[float, float]:
+    """Newcombe's (1998, method 10) interval for p_new - p_base over paired binary outcomes.
+
+    Square-and-add of the two Wilson intervals, corrected by the continuity-adjusted correlation
+    phi of the 2 x 2 table (0 when a margin is empty), as in Newcombe, Stat. Med. 17:2635-2650.
+    """
+    n = counts.n
+    if n == 0:
+        raise InputError("paired counts: no questions")
+    p_new, p_base = (counts.a + counts.c) / n, (counts.a + counts.b) / n
+    l_new, u_new = wilson_interval(counts.a + counts.c, n, confidence)
+    l_base, u_base = wilson_interval(counts.a + counts.b, n, confidence)
+    phi = _newcombe_phi(counts)
+    delta = p_new - p_base
+    below = math.sqrt(max(0.0, (p_new - l_new) ** 2 - 2 * phi * (p_new - l_new) * (u_base - p_base)
+                          + (u_base - p_base) ** 2))
+    above = math.sqrt(max(0.0, (u_new - p_new) ** 2 - 2 * phi * (u_new - p_new) * (p_base - l_base)
+                          + (p_base - l_base) ** 2))
+    return max(-1.0, delta - below), min(1.0, delta + above)
+
+
+def _newcombe_phi(counts: PairedCounts) -> float:
+    a, b, c, d = counts
+    n = counts.n
+    margins = (a + b) * (c + d) * (a + c) * (b + d)
+    if margins == 0:
+        return 0.0
+    cross = a * d - b * c
+    corrected = cross - n / 2 if cross > n / 2 else (cross if cross < 0 else 0.0)
+    return corrected / math.sqrt(margins)
+
+
+# -- clusters: questions that are not independent ---------------------------------------------------
+
+def shared_item_clusters(items: Mapping[str, Iterable[str]]) -> dict[str, int]:
+    """Question -> cluster number, where questions sharing any item (a relevant document) are one
+    cluster, transitively; a question with no items is a cluster of its own. Clusters are
+    numbered in the sorted order of their first question, so the result is deterministic."""
+    parent = {q: q for q in items}
+
+    def root(q: str) -> str:
+        while parent[q] != q:
+            parent[q] = parent[parent[q]]
+            q = parent[q]
+        return q
+
+    owner: dict[str, str] = {}
+    for q in sorted(items):
+        for item in items[q]:
+            if item in owner:
+                parent[root(q)] = root(owner[item])
+            else:
+                owner[item] = q
+    numbers: dict[str, int] = {}
+    return {q: numbers.setdefault(root(q), len(numbers)) for q in sorted(items)}
+
+
+def _cluster_sums(diffs: np.ndarray, clusters: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(clusters)
+    if labels.shape != diffs.shape:
+        raise InputError(f"one cluster per question needed, got {labels.size} for {diffs.size}")
+    _, index = np.unique(labels, return_inverse=True)
+    return np.bincount(index, weights=diffs), np.bincount(index)
+
+
+def cluster_bootstrap_ci(
+    base: Sequence[float], new: Sequence[float], clusters: Sequence[int], rng: np.random.Generator,
+    n_resamples: int = 10_000, confidence: float = 0.95,
+) -> BootstrapCI:
+    """Percentile bootstrap of the mean difference resampling whole clusters with replacement;
+    each resample's mean is its summed differences over its question count."""
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be between 0 and 1, got {confidence!r}")
+    if n_resamples < 1:
+        raise InputError(f"n_resamples must be at least 1, got {n_resamples!r}")
+    diffs = paired_differences(base, new)
+    sums, sizes = _cluster_sums(diffs, clusters)
+    k = sums.size
+    block = max(1, _BLOCK_CELLS // k)
+    means = []
+    for start in range(0, n_resamples, block):
+        picks = rng.integers(0, k, size=(min(block, n_resamples - start), k))
+        means.append(sums[picks].sum(axis=1) / sizes[picks].sum(axis=1))
+    alpha = 1 - confidence
+    lo, hi = np.quantile(np.concatenate(means), [alpha / 2, 1 - alpha / 2])
+    return BootstrapCI(float(diffs.mean()), float(lo), float(hi))
+
+
+def cluster_randomization_test(
+    base: Sequence[float], new: Sequence[float], clusters: Sequence[int], rng: np.random.Generator,
+    n_permutations: int = 10_000, exact_max_n: int = 12,
+) -> float:
+    """The sign-flip test with one sign per cluster: under the null hypothesis a cluster's summed
+    difference is as likely to have either sign (the same p-value rules as
+    `paired_randomization_test`, over cluster sums)."""
+    diffs = paired_differences(base, new)
+    sums, _ = _cluster_sums(diffs, clusters)
+    return paired_randomization_test(np.zeros_like(sums), sums, rng, n_permutations, exact_max_n)
+
+
+# -- power -------------------------------------------------------------------------------------------
+
+def standard_error(base: Sequence[float], new: Sequence[float], clusters: Sequence[int] | None = None) -> float:
+    """Standard error of the mean paired difference: sd / sqrt(n), or with clusters the
+    cluster-robust (sandwich) form sqrt(sum over clusters of (cluster sum - size * mean)^2) / n."""
+    diffs = paired_differences(base, new)
+    n = diffs.size
+    if clusters is None:
+        return float(diffs.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+    sums, sizes = _cluster_sums(diffs, clusters)
+    if sums.size < 2:
+        return 0.0
+    residual = sums - sizes * diffs.mean()
+    correction = sums.size / (sums.size - 1)
+    return float(math.sqrt(correction * float(np.sum(residual**2))) / n)
+
+
+def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true mean difference a two-sided test at `alpha` detects with `power`,
+    given the standard error of the mean difference: (z_{1-alpha/2} + z_{power}) * se."""
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise InputError(f"alpha and power must be between 0 and 1, got {alpha!r} and {power!r}")
+    if not (se >= 0 and math.isfinite(se)):
+        raise InputError(f"standard error must be a non-negative number, got {se!r}")
+    return (normal_quantile(1 - alpha / 2) + normal_quantile(power)) * se

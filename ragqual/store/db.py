@@ -11,6 +11,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
 from ragqual.errors import InputError, SchemaOutOfDate
+from ragqual.store import faults
 
 if TYPE_CHECKING:  # alembic loads only to migrate or to list the script folder
     from alembic.config import Config
@@ -46,6 +47,11 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+WRITE_OPTION = "ragqual_write"
+"""Execution option of the writers' engine: SQLite transactions begin IMMEDIATE (take the write
+lock first), PostgreSQL writers take the advisory lock (ragqual.store.sealing.lock)."""
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
@@ -53,16 +59,42 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.close()
+    # SQLAlchemy, not the driver, begins transactions (see _sqlite_begin): DDL becomes
+    # transactional and a writer can take the write lock before it reads.
+    dbapi_conn.isolation_level = None
+
+
+def _sqlite_begin(conn) -> None:
+    immediate = conn.get_execution_options().get(WRITE_OPTION)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def writer(engine: Engine) -> Engine:
+    """The same engine, for write transactions (serialised; see WRITE_OPTION)."""
+    return engine.execution_options(**{WRITE_OPTION: True})
+
+
+def lock_writers(conn) -> None:
+    """PostgreSQL: the transaction-scoped advisory lock every writer takes (SQLite: BEGIN IMMEDIATE)."""
+    if conn.dialect.name == "postgresql":
+        from ragqual.store.sealing import PG_LOCK_KEY
+
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_LOCK_KEY})
 
 
 def make_engine(url: str) -> Engine:
     """An engine with SQLite set up for many writers: WAL, foreign keys, a busy timeout."""
     parsed = make_url(url)
+    faults.remember(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise (faults.translate(exc, url) or exc) from None
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
     return create_engine(url, pool_pre_ping=True)
 
@@ -93,13 +125,43 @@ def current_revision(engine: Engine) -> str | None:
     return rows[0] if rows else None
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
+def _revision_on(conn) -> str | None:
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    return rows[0] if len(rows) == 1 else None
+
+
+def _upgrade_on(conn, url: str, revision: str) -> None:
     from alembic import command
 
-    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, revision)
+    cfg = alembic_config(url)
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, revision)
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate under the writers' lock, so two processes never migrate one database at once."""
+    with writer(engine).begin() as conn:
+        lock_writers(conn)
+        _upgrade_on(conn, engine.url.render_as_string(hide_password=False), revision)
+
+
+def _create_if_fresh(engine: Engine) -> bool:
+    """Under the writers' lock: create a fresh database at head. True when it is at head after.
+
+    Several processes starting on a missing database all get here; the first creates the
+    schema, the others wait for the lock and then find it at head.
+    """
+    with writer(engine).begin() as conn:
+        lock_writers(conn)
+        current = _revision_on(conn)
+        if current == head_revision():
+            return True
+        if current is not None or engine.dialect.get_table_names(conn):
+            return False
+        _upgrade_on(conn, engine.url.render_as_string(hide_password=False), "head")
+        return True
 
 
 def is_fresh(engine: Engine) -> bool:
@@ -113,8 +175,7 @@ def ensure_at_head(engine: Engine, *, auto_create: bool) -> None:
     head = head_revision()
     if current == head:
         return
-    if current is None and is_fresh(engine) and auto_create:
-        upgrade(engine)
+    if current is None and auto_create and _create_if_fresh(engine):
         return
     shown = current or "no ragqual schema"
     raise SchemaOutOfDate(
@@ -137,3 +198,22 @@ def normalise_url(value: str) -> str:
     if "://" in value:
         return value
     return f"sqlite:///{Path(value).resolve()}"
+
+
+def missing_guards(engine: Engine) -> list[str]:
+    """Append-only triggers a database at head should have and does not (someone dropped them)."""
+    from ragqual.store import guards
+    from ragqual.store.models import HISTORY_TABLES
+
+    dialect = engine.dialect.name
+    if dialect not in ("sqlite", "postgresql"):
+        return []
+    expected = guards.trigger_names(guards.alembic_version_guards(dialect))
+    for table in HISTORY_TABLES:
+        expected += guards.trigger_names(guards.update_delete_guards(dialect, table))
+        expected += [n for n in guards.trigger_names(guards.insert_guards(dialect, table)) if n.endswith("_no_replace")]
+    query = ("SELECT name FROM sqlite_master WHERE type = 'trigger'" if dialect == "sqlite"
+             else "SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+    with engine.connect() as conn:
+        present = set(conn.execute(text(query)).scalars())
+    return [name for name in expected if name not in present]

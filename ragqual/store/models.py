@@ -4,8 +4,8 @@ The models describe the schema for reading and writing; the schema itself is
 created only by the Alembic migrations in `migrations/`. A committed snapshot
 (`tests/store/schema_snapshot.json`) and a test keep the two from drifting.
 
-Every table below except `alembic_version` is history: the migrations install
-triggers that refuse UPDATE and DELETE on it. A run's end is an appended
+Every table below is history: the migrations install triggers that refuse UPDATE, DELETE
+and (SQLite) an INSERT over an existing key, and `alembic_version` only moves forward. A run's end is an appended
 `run_events` row, never an edit of `runs`.
 """
 
@@ -217,7 +217,26 @@ class RetrievalResult(Base):
     score: Mapped[float] = mapped_column(Float)
 
 
-HISTORY_TABLES: tuple[str, ...] = (
+class Seal(Base):
+    """One link of the tamper-evidence chain: the rows one write transaction appended.
+
+    `rows` is canonical JSON {table: {"ids": [[first, last], ...], "digests": "<16 hex per row>"}}
+    (the genesis seal holds {"watermark": {table: highest id at upgrade}} instead); `digest` is
+    sha256 over prev_digest, run_prev_digest, run_id and `rows` (ragqual.store.sealing).
+    """
+
+    __tablename__ = "seals"
+    __table_args__ = (Index("ix_seals_run", "run_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))  # genesis | rows
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    prev_digest: Mapped[str] = mapped_column(String(64))
+    run_prev_digest: Mapped[str | None] = mapped_column(String(64))
+    rows: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str] = mapped_column(String(64))
+
+
+SEALED_TABLES: tuple[str, ...] = (
     "runs",
     "run_events",
     "system_prompts",
@@ -231,3 +250,8 @@ HISTORY_TABLES: tuple[str, ...] = (
     "metric_values",
     "retrieval_results",
 )
+"""The tables whose rows are sealed: a migration that adds a history table adds it here too
+(and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""
+
+HISTORY_TABLES: tuple[str, ...] = (*SEALED_TABLES, "seals")
+"""Every append-only table (the seal chain included); `alembic_version` is guarded as well."""

@@ -1,25 +1,30 @@
 """The append-only run store: the only code that writes history rows.
 
 Each public write is one short transaction, retried when SQLite reports the
-database as locked, so several processes can append to one file at once.
+database as locked, so several processes can append to one file at once. Every
+transaction ends by sealing the rows it appended (ragqual.store.sealing); a storage
+failure (disk full, read-only, the file deleted or replaced) becomes a one-line
+StorageFault (ragqual.store.faults).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from sqlalchemy import Engine, Table, insert, select
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.redact import redact_argv, redact_text, redact_value
 from ragqual.errors import InputError
-from ragqual.store import db
+from ragqual.store import db, faults, sealing
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
@@ -45,7 +50,9 @@ from ragqual.store.records import (
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
+RunRef = int | Callable[[], int | None] | None
 LOCK_RETRIES = 60
+END_EVENTS = ("finished", "interrupted", "failed")
 
 
 def utcnow() -> datetime:
@@ -85,6 +92,23 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     conn.exec_driver_sql(compiled.string, params)
 
 
+def redact_provenance(provenance: Provenance) -> Provenance:
+    """The provenance with credentials masked in argv and params."""
+    return dataclasses.replace(provenance, argv=tuple(redact_argv(provenance.argv)),
+                               params=redact_value(provenance.params))
+
+
+def _with_seal_head(detail: str | None, head: str | None) -> str:
+    """The end event's detail as a JSON object with the run's seal head added."""
+    try:
+        body = json.loads(detail) if detail else {}
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {"detail": detail}
+    return json.dumps({**body, "seal_head": head}, sort_keys=True)
+
+
 def _output_cap_columns(rec: TrialRecord) -> dict[str, Any]:
     """The output-cap columns (migration 0006), only when the trial carries them."""
     if rec.raw_output_bytes is None:
@@ -100,29 +124,63 @@ def _is_locked(exc: OperationalError) -> bool:
 class RunStore:
     """Append rows to the history; read runs back as plain records."""
 
-    def __init__(self, engine: Engine, clock: Clock = utcnow):
+    def __init__(self, engine: Engine, clock: Clock = utcnow, *, seal: bool = True):
         self.engine = engine
         self.clock = clock
+        self.seal = seal  # False only to measure what sealing costs (benchmarks/bench_seal.py)
+        self._writer = db.writer(engine)
+        self._identity = faults.file_identity(engine.url)
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
         engine = db.make_engine(url)
-        db.ensure_at_head(engine, auto_create=auto_create)
+        try:
+            db.ensure_at_head(engine, auto_create=auto_create)
+        except (DBAPIError, OSError) as exc:
+            raise (faults.translate(exc, engine.url) or exc) from exc
         return cls(engine, clock)
 
     # -- plumbing -------------------------------------------------------------
-    def _write(self, work: Callable[[Session], T]) -> T:
+    def _write(self, work: Callable[[Session], T], run_id: RunRef = None) -> T:
+        """One transaction: take the writers' lock, do `work`, seal what it appended, commit."""
+        faults.check_identity(self._identity)
         delay = 0.02
         for attempt in range(LOCK_RETRIES):
             try:
-                with Session(self.engine) as session, session.begin():
-                    return work(session)
+                result = self._transaction(work, run_id)
+                break
             except OperationalError as exc:
                 if not _is_locked(exc) or attempt == LOCK_RETRIES - 1:
-                    raise
+                    self._raise_fault(exc)
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
-        raise AssertionError("unreachable")
+            except IntegrityError:
+                raise
+            except DBAPIError as exc:
+                self._raise_fault(exc)
+        else:
+            raise AssertionError("unreachable")
+        faults.check_identity(self._identity)
+        if self._identity is None:
+            self._identity = faults.file_identity(self.engine.url)
+        return result
+
+    def _transaction(self, work: Callable[[Session], T], run_id: RunRef) -> T:
+        with Session(self._writer) as session, session.begin():
+            if not self.seal:
+                return work(session)
+            sealing.lock(session)
+            before = sealing.high_water(session)
+            result = work(session)
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id)
+            return result
+
+    def _raise_fault(self, exc: DBAPIError) -> NoReturn:
+        """A StorageFault naming the file and the fix; any other error as it is."""
+        fault = faults.translate(exc, self.engine.url)
+        if fault is None:
+            raise exc
+        raise fault from exc
 
     def _intern(self, model: type, lookup: dict[str, Any], values: dict[str, Any]) -> int:
         def find(session: Session) -> int | None:
@@ -146,6 +204,9 @@ class RunStore:
 
     # -- runs -----------------------------------------------------------------
     def start_run(self, kind: str, subject: str | None, provenance: Provenance) -> int:
+        """A new run with its provenance, credentials masked (ragqual.core.redact)."""
+        provenance = redact_provenance(provenance)
+
         def work(session: Session) -> int:
             now = self.clock()
             run_id = session.execute(
@@ -173,17 +234,25 @@ class RunStore:
         return self._write(work)
 
     def add_event(self, run_id: int, event: str, detail: str | None = None) -> None:
-        self._write(
-            lambda s: s.execute(
-                insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=detail)
-            )
-        )
+        """Append an event; an end event (finished / interrupted / failed) records the run's
+        seal head at that moment under "seal_head" in its JSON detail."""
+
+        def work(session: Session) -> None:
+            text = None if detail is None else redact_text(detail)
+            if self.seal and event in END_EVENTS:
+                text = _with_seal_head(text, sealing.head(session, run_id))
+            session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
+
+        self._write(work, run_id)
 
     # -- deduplicated definitions ---------------------------------------------
     def intern_system_prompt(self, text: str) -> int:
         return self._intern(SystemPrompt, {"sha256": sha256_hex(text)}, {"text": text})
 
     def intern_variant(self, name: str, provider: str, model: str, config: dict[str, Any]) -> int:
+        """A variant's definition, credentials masked: variants that differ only by a password
+        share one row (their cache keys still differ: ragqual.core.cachekey)."""
+        name, model, config = redact_text(name), redact_text(model), redact_value(config)
         body = {"name": name, "provider": provider, "model": model, "config": config}
         return self._intern(
             VariantConfig,
@@ -269,7 +338,7 @@ class RunStore:
                     context=rec.context,
                     raw_output=_dump(rec.raw_output),
                     parsed_output=_dump(rec.parsed_output),
-                    error=rec.error,
+                    error=None if rec.error is None else redact_text(rec.error),
                     prompt_tokens=rec.prompt_tokens,
                     completion_tokens=rec.completion_tokens,
                     latency_ms=rec.latency_ms,
@@ -291,7 +360,7 @@ class RunStore:
             return trial_id
 
         try:
-            return self._write(work)
+            return self._write(work, rec.run_id)
         except IntegrityError as exc:
             if "uq_trials_slot" in str(exc) or "trials.run_id" in str(exc) or "unique" in str(exc).lower():
                 raise InputError(
@@ -324,8 +393,14 @@ class RunStore:
     def append_scoring(
         self, trial_id: int, assertions: Sequence[AssertionRow], scores: Sequence[ScoreRow]
     ) -> str:
-        """A re-scoring of an old trial: new rows beside the old ones, which stay."""
-        return self._write(lambda s: self._insert_scoring(s, trial_id, assertions, scores, self.clock()))
+        """A re-scoring of an old trial: new rows beside the old ones, which stay (sealed to its run)."""
+        owner: list[int | None] = [None]
+
+        def work(session: Session) -> str:
+            owner[0] = session.execute(select(Trial.run_id).where(Trial.id == trial_id)).scalar_one_or_none()
+            return self._insert_scoring(session, trial_id, assertions, scores, self.clock())
+
+        return self._write(work, lambda: owner[0])
 
     def _insert_metrics(
         self, session: Session, run_id: int,
@@ -343,7 +418,7 @@ class RunStore:
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
     ) -> None:
         """(trial_id, case_id, group_key, metric, value, scorer_version) rows."""
-        self._write(lambda s: self._insert_metrics(s, run_id, rows, self.clock()))
+        self._write(lambda s: self._insert_metrics(s, run_id, rows, self.clock()), run_id)
 
     def append_retrieval_results(self, run_id: int, rows: Sequence[RetrievalRow]) -> None:
         if not rows:
@@ -353,7 +428,7 @@ class RunStore:
              "chunk_id": r.chunk_id, "doc_id": r.doc_id, "score": r.score}
             for r in rows
         ]
-        self._write(lambda s: bulk_insert(s, RetrievalResult.__table__, payload))
+        self._write(lambda s: bulk_insert(s, RetrievalResult.__table__, payload), run_id)
 
     # -- reads -------------------------------------------------------------------
     def get_run(self, run_id: int) -> RunInfo:

@@ -193,7 +193,8 @@ def test_audit_reads_a_run_recorded_before_a_later_migration(tmp_path, capsys, m
     monkeypatch.setattr(loop, "cap_result", lambda result, cap: Capped(result, None, None))
     subject = SentimentSubject()
     cache = ResponseCache(None, "off")
-    loop.run(subject, [Variant("mock", "mock")], subject.cases()[:2], store=RunStore(engine),
+    old_store = RunStore(engine, seal=False)  # writes as ragqual did before seals existed
+    loop.run(subject, [Variant("mock", "mock")], subject.cases()[:2], store=old_store,
              services=services_for(subject, cache), argv=["old"])
     engine.dispose()
     code, _, err = ragqual(path, ["audit", "1"], capsys)

@@ -154,3 +154,46 @@ def test_agrees_with_pytrec_eval_on_random_cases(seed, level):
     assert sorted(mine) == sorted(theirs)
     for qid, scores in theirs.items():
         assert {name: mine[qid][name] for name in scores} == pytest.approx(scores, rel=1e-12, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------------------
+# trec_eval 10.0's refusals, pure
+
+from ragqual.core.trec import (  # noqa: E402
+    TrecEvalRefused,
+    check_like_trec_eval,
+    read_qrels,
+    read_run,
+    summary_scores,
+)
+from ragqual.errors import ValidationFailed  # noqa: E402
+
+
+def test_read_run_keeps_the_highest_copy_and_the_strict_parser_names_the_line():
+    text = "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 3.0 t\nq1 Q0 d1 3 2.0 t\n"
+    run, copies = read_run(text, "r")
+    assert run == {"q1": {"d1": 3.0}} and sorted(copies["q1"]) == [("d1", 1.0, 2), ("d1", 2.0, 3)]
+    with pytest.raises(ValidationFailed) as failed:
+        parse_run(text, "r")
+    assert [str(i) for i in failed.value.issues] == ["r:2: document 'd1' retrieved twice for query 'q1'",
+                                                     "r:3: document 'd1' retrieved twice for query 'q1'"]
+
+
+def test_topics_are_checked_in_byte_order_and_only_scored_topics_refuse_duplicates():
+    qrels, again = read_qrels("b 0 x 1\nb 0 x 0\na 0 y 1\n", "q")
+    run, copies = read_run("a Q0 y 1 1 t\nb Q0 x 1 1 t\n", "r")
+    with pytest.raises(TrecEvalRefused) as refused:
+        check_like_trec_eval(qrels, run, again, copies)
+    assert refused.value.exit_code == 4 and "duplicate docs x (topic b, judged again on qrels line 2)" in str(
+        refused.value)
+    check_like_trec_eval(qrels, {"a": run["a"]}, again, copies, missing="skip")  # b not scored: fine
+    with pytest.raises(TrecEvalRefused) as refused:
+        check_like_trec_eval({"c": {"z": 1}}, run, {}, {}, missing="skip")
+    assert refused.value.exit_code == 7
+
+
+def test_summary_num_rel_under_c_counts_labels_above_zero():
+    qrels = {"q1": {"a": 2, "b": 1, "n": 0, "u": -1}, "q2": {"c": 1}}
+    results = {"q1": {"num_rel": 1.0}, "q2": {"num_rel": 0.0}}
+    assert summary_scores(results, qrels)["num_rel"] == 1.0
+    assert summary_scores(results, qrels, complete=True)["num_rel"] == 3.0

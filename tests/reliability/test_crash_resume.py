@@ -137,6 +137,7 @@ def test_ctrl_c_stops_promptly_marks_the_run_interrupted_and_keeps_finished_tria
     assert run_events(project, run_id) == ["started", "interrupted"]
     detail = json.loads(project.scalar(
         "SELECT detail FROM run_events WHERE run_id=? AND event='interrupted'", (run_id,)))
+    assert len(detail.pop("seal_head")) == 64  # the run's seal head when it stopped
     assert detail == {"trials_stored": finished, "of": TOTAL}
     assert project.scalar("SELECT status FROM v_run_status WHERE run_id=?", (run_id,)) == "interrupted"
     assert_no_retriever_was_built(project)

@@ -3,6 +3,8 @@ only PostgreSQL has (plpgsql triggers, TRUNCATE)."""
 
 from __future__ import annotations
 
+import json
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -64,7 +66,11 @@ def test_run_round_trip(history):
     with store.engine.connect() as conn:
         events = conn.execute(text("SELECT event, detail FROM run_events WHERE run_id = :r ORDER BY id"),
                               {"r": run}).all()
-    assert [tuple(e) for e in events] == [("started", None), ("resumed", "after an interrupt"), ("finished", None)]
+    assert [tuple(e) for e in events[:2]] == [("started", None), ("resumed", "after an interrupt")]
+    assert events[2][0] == "finished"
+    with store.engine.connect() as conn:  # the end event records the run's seal head before it
+        heads = conn.execute(text("SELECT digest FROM seals WHERE run_id = :r ORDER BY id"), {"r": run}).scalars().all()
+    assert json.loads(events[2][1]) == {"seal_head": heads[-2]}
 
 
 def test_trials_scores_and_slots(history):
@@ -139,6 +145,8 @@ def test_every_history_table_has_the_plpgsql_guards(pg_head_url):
     con.close()
     expected = {(table, f"{table}_{suffix}", "ragqual_refuse_change")
                 for table in HISTORY_TABLES for suffix in ("append_only", "no_truncate")}
+    expected |= {("alembic_version", f"alembic_version_{name}", "ragqual_guard_alembic_version")
+                 for name in ("guard", "no_truncate")}
     assert set(rows) == expected
 
 

@@ -35,12 +35,15 @@ def test_report_history_compare_audit(filled, capsys):
     assert code == 0 and json.loads(out)["header"]["run_id"] == base
     code, out, _ = _cli(url, capsys, "history", "--format", "csv")
     assert code == 0 and len(out.strip().splitlines()) >= 5
-    code, _, _ = _cli(url, capsys, "compare", str(base), str(worse))
+    code, _, _ = _cli(url, capsys, "compare", str(base), str(worse), "--gate", "tolerance")
     assert code == 1  # correctness fell from 1.0 to 0.5
     code, _, _ = _cli(url, capsys, "compare", str(base), str(base))
     assert code == 0
-    code, _, _ = _cli(url, capsys, "compare", str(r1), str(r2))
+    code, _, _ = _cli(url, capsys, "compare", str(r1), str(r2), "--gate", "tolerance")
     assert code == 1  # mrr fell from 1.0 to 0.5
+    code, out, _ = _cli(url, capsys, "--json", "compare", str(base), str(worse))
+    passed = next(r for r in json.loads(out)["metrics"] if r["metric"] == "pass")
+    assert code == 0 and (passed["b"], passed["verdict"]) == (3, "inconclusive")  # 3 of 6: no evidence yet
     code, out, _ = _cli(url, capsys, "sql", "SELECT COUNT(*) AS n FROM trials", "--format", "csv")
     assert code == 0 and out.strip().splitlines()[-1] == "12"
     code, out, _ = _cli(url, capsys, "--json", "audit", "1")

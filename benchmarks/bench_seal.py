@@ -1,0 +1,126 @@
+"""The cost of sealing: ms per 1,000 trials appended with and without seals, and of `verify`.
+
+Each trial is appended the way a run appends it — `RunStore.append_trial`, one transaction with
+the trial, one assertion row, one score row and three metric rows — into a fresh history at head,
+once with sealing on (the default) and once with `RunStore(..., seal=False)`. A retrieval run's
+bulk append (`append_retrieval_results`, 20,000 ranked rows in one transaction) is timed the same
+way. `verify` is timed over the sealed history. Best of `--repeats` per line. SQLite always;
+PostgreSQL too when RAGQUAL_TEST_PG_URL names a server whose role may create databases.
+
+    python benchmarks/bench_seal.py [--trials 1000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from ragqual.store import db
+from ragqual.store.records import AssertionRow, Provenance, RetrievalRow, ScoreRow, TrialRecord
+from ragqual.store.runstore import RunStore
+from ragqual.store.verify import verify
+
+PROVENANCE = Provenance(git_sha="abc", git_dirty=False, git_note="ok", ragqual_version="0", python_version="3",
+                        argv=("bench",), params={"k": 5})
+RETRIEVAL_ROWS = 20_000
+
+
+def _trial(run_id: int, case_pk: int, variant: int, n: int) -> TrialRecord:
+    return TrialRecord(
+        run_id=run_id, case_pk=case_pk, variant_id=variant, mode="e2e", repeat_index=n, system_prompt_id=None,
+        rendered_prompt=[{"role": "user", "content": f"question {n}"}], context="context " * 40,
+        raw_output={"text": f"answer {n}"}, parsed_output=f"answer {n}", error=None, prompt_tokens=120,
+        completion_tokens=20, latency_ms=35.0, load_ms=None, cost=None, cache_key=f"{n:064d}", cache_hit=False,
+        assertions=(AssertionRow("a1", 1, "correctness", 1.0, n % 2 == 0),),
+        scores=(ScoreRow("weighted-assertions", 1, float(n % 2 == 0), n % 2 == 0, {"correctness": 1.0}),),
+        metrics={"correctness": 1.0, "refusal": 0.0, "groundedness": 1.0}, case_id="case-1",
+    )
+
+
+def _timed(action: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    action()
+    return (time.perf_counter() - start) * 1000
+
+
+def _measure(url: str, trials: int, seal: bool) -> tuple[float, float, float | None]:
+    engine = db.make_engine(url)
+    db.ensure_at_head(engine, auto_create=True)
+    store = RunStore(engine, seal=seal)
+    run = store.start_run("generation", "bench", PROVENANCE)
+    case_pk = store.record_case("bench", "case-1", "case-1", {"q": "?"})
+    variant = store.intern_variant("mock", "mock", "mock", {})
+    append = _timed(lambda: [store.append_trial(_trial(run, case_pk, variant, n)) for n in range(trials)])
+    rows = [RetrievalRow("dense", f"q{i // 20}", i % 20 + 1, f"doc-{i}#0", f"doc-{i}", 0.5) for i in range(RETRIEVAL_ROWS)]
+    bulk = _timed(lambda: store.append_retrieval_results(run, rows))
+    store.add_event(run, "finished")
+    checked = _timed(lambda: verify(engine)) if seal else None
+    engine.dispose()
+    return append * 1000 / trials, bulk, checked
+
+
+class _Databases:
+    """Fresh databases: SQLite files in a temp folder, PostgreSQL ones on the server given."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        pg = os.environ.get("RAGQUAL_TEST_PG_URL", "").strip()
+        self.pg = make_url(pg) if pg else None
+        self.admin = create_engine(pg, isolation_level="AUTOCOMMIT", poolclass=NullPool) if pg else None
+        self.made: list[str] = []
+
+    def backends(self) -> list[str]:
+        return ["sqlite"] + (["postgresql"] if self.pg is not None else [])
+
+    def fresh(self, backend: str) -> str:
+        name = f"ragqual_bench_{uuid.uuid4().hex[:10]}"
+        if backend == "sqlite":
+            return f"sqlite:///{self.folder / (name + '.db')}"
+        with self.admin.connect() as conn:
+            conn.exec_driver_sql(f"CREATE DATABASE {name}")
+        self.made.append(name)
+        return self.pg.set(database=name).render_as_string(hide_password=False)
+
+    def close(self) -> None:
+        if self.admin is None:
+            return
+        with self.admin.connect() as conn:
+            for name in self.made:
+                conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.admin.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        databases = _Databases(Path(tmp))
+        try:
+            print(f"{args.trials} trials (1 assertion, 1 score, 3 metric rows each, one transaction per trial); "
+                  f"{RETRIEVAL_ROWS} retrieval rows in one transaction; best of {args.repeats}\n")
+            print("| backend | sealing | ms per 1,000 trials | ms per 20,000 retrieval rows | verify ms |")
+            print("|---|---|---|---|---|")
+            for backend in databases.backends():
+                for seal in (False, True):
+                    runs = [_measure(databases.fresh(backend), args.trials, seal) for _ in range(args.repeats)]
+                    per_k = min(r[0] for r in runs)
+                    bulk = min(r[1] for r in runs)
+                    checked = "-" if not seal else f"{min(r[2] for r in runs):.0f}"
+                    print(f"| {backend} | {'on' if seal else 'off'} | {per_k:.0f} | {bulk:.0f} | {checked} |")
+        finally:
+            databases.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,438 @@
+"""Comparing two runs (or baseline files): per-question values paired, tested and judged.
+
+The unit is the question. A summary already holds one value per question and metric (repeats
+averaged); a question unstable on either side (passed in some repeats, failed in others) is left
+out and counted. For each metric of each group present on both sides:
+
+* a binary metric (pass, correctness, hit@k ... with every value 0 or 1) gets the exact McNemar
+  test on the discordant counts b (1 -> 0) and c (0 -> 1) and Newcombe's paired interval;
+* any other metric gets the paired sign-flip randomization test and a paired bootstrap interval;
+* with clusters (`cluster="doc"`: questions sharing a relevant document, transitively) both kinds
+  get the sign-flip test with one sign per cluster and the cluster bootstrap, and the standard
+  error is the cluster-robust one;
+* the minimum detectable effect at `power` and `alpha` from the observed paired variance and n
+  (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05);
+* intervals at confidence 1 - alpha.
+
+Holm adjusts the p-values over the gate family (every metric x group compared); the verdict is
+`ragqual.core.verdicts.verdict` on the adjusted p-value. The exploratory per-tag table uses
+Benjamini-Hochberg over all its rows and decides nothing. Each test has its own generator seeded
+from `seed` and the group, metric (and tag) names, so a result does not depend on what else ran.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ragqual.core import stats
+from ragqual.core.multiplicity import benjamini_hochberg, holm
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.core.verdicts import DEFAULT_ALPHA, REGRESSION, tolerance_regressed, verdict
+from ragqual.errors import InputError
+from ragqual.store.case_reads import CaseInfo, case_infos
+from ragqual.store.summaries import (
+    INFORMATIONAL,
+    LOWER_IS_BETTER,
+    PASS,
+    RETRIEVAL_GATE,
+    GroupSummary,
+    Summary,
+    load_baseline,
+    summarise_run,
+)
+
+DEFAULT_TOLERANCE = 0.02
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_POWER = 0.8
+GATES = ("stats", "tolerance")
+CLUSTERINGS = ("doc",)
+# Metrics that are pass/fail per question; McNemar applies when every value is 0 or 1.
+BINARY_METRICS = frozenset({PASS, "correctness", "refusalCorrectness", "leakage", "thinkTagLeak",
+                            "nonEmptyRefusal"})
+# The pass/fail a flip is read from: a trial group's `pass`, else a strategy group's hit@5.
+FLIP_METRICS = (PASS, "hit@5")
+
+
+@dataclass(frozen=True)
+class Options:
+    gate: str = "stats"
+    tolerance: float = DEFAULT_TOLERANCE
+    alpha: float = DEFAULT_ALPHA
+    power: float = DEFAULT_POWER
+    metrics: tuple[str, ...] = ()
+    every_metric: bool = False
+    seed: int = 0
+    resamples: int = DEFAULT_RESAMPLES
+    cluster: str | None = None
+    by_tag: bool = False
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One metric of one group (of one tag, in the exploratory table)."""
+
+    group: str
+    metric: str
+    better: str  # "higher" or "lower"
+    n: int
+    base_mean: float
+    new_mean: float
+    delta: float  # new - base
+    ci_low: float
+    ci_high: float
+    test: str  # "mcnemar-exact", "randomization", "cluster-randomization"
+    p_value: float
+    p_adjusted: float
+    mde: float
+    verdict: str
+    b: int | None  # binary metrics: questions 1 -> 0
+    c: int | None  # binary metrics: questions 0 -> 1
+    wins: int
+    ties: int
+    losses: int
+    unstable_excluded: int
+    clusters: int | None = None
+    tag: str | None = None
+    regressed: bool = False  # what the chosen gate decided
+
+
+@dataclass(frozen=True)
+class Flip:
+    group: str
+    metric: str
+    question: str  # the id the summaries use
+    golden_id: str
+    tags: tuple[str, ...]
+    direction: str  # "pass->fail" or "fail->pass"
+
+
+@dataclass(frozen=True)
+class Unstable:
+    group: str
+    question: str
+    golden_id: str
+    sides: str  # "base", "new" or "both"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: Summary
+    new: Summary
+    options: Options
+    rows: list[MetricComparison]
+    tag_rows: list[MetricComparison] = field(default_factory=list)
+    flips: list[Flip] = field(default_factory=list)
+    unstable: list[Unstable] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[MetricComparison]:
+        return [r for r in self.rows if r.regressed]
+
+    def unstable_by_group(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for item in self.unstable:
+            out.setdefault(item.group, []).append(item.question)
+        return out
+
+
+# -- loading ---------------------------------------------------------------------------------------
+
+def is_baseline_file(spec: str) -> bool:
+    return Path(spec).is_file() or Path(spec.rpartition(":")[0]).is_file()
+
+
+@dataclass(frozen=True)
+class Side:
+    """`12`, `12:hybrid`, `path.json` or `path.json:mock/e2e`: a run or baseline file, and
+    optionally the one group of it to compare."""
+
+    target: str
+    group: str | None
+    is_file: bool
+
+
+def parse_side(spec: str) -> Side:
+    if Path(spec).is_file():
+        return Side(spec, None, True)
+    head, sep, tail = spec.rpartition(":")
+    if sep and Path(head).is_file():
+        return Side(head, tail or None, True)
+    target, group = (head, tail or None) if sep else (spec, None)
+    if not target.isdigit():
+        raise InputError(f"{spec!r} is neither a run id nor an existing baseline file (either may end in :GROUP)")
+    return Side(target, group, False)
+
+
+def load_side(spec: str, open_store: Callable[[], object], scorer_name: str = SCORER_NAME,
+              scorer_version: int | None = None) -> Summary:
+    """A baseline file or a run of the history; with `:group`, only that group of it."""
+    side = parse_side(spec)
+    if side.is_file:
+        summary = load_baseline(side.target)
+    else:
+        store = open_store()
+        summary = summarise_run(store.engine, store.get_run(int(side.target)), scorer_name,  # type: ignore[attr-defined]
+                                scorer_version)
+    return summary if side.group is None else only_group(summary, side.group)
+
+
+def only_group(summary: Summary, label: str) -> Summary:
+    if label not in summary.groups:
+        known = ", ".join(sorted(summary.groups)) or "none"
+        raise InputError(f"{summary.source} has no group {label!r} (it has: {known})")
+    return replace(summary, source=f"{summary.source}:{label}", groups={label: summary.groups[label]})
+
+
+def pair_single_groups(base: Summary, new: Summary) -> tuple[Summary, Summary]:
+    """Two sides narrowed to one group each (`12:dense` against `12:hybrid`) are compared with
+    each other under the joint label `dense->hybrid`, whatever their names."""
+    if len(base.groups) != 1 or len(new.groups) != 1 or set(base.groups) == set(new.groups):
+        return base, new
+    (b_label, b_group), (n_label, n_group) = next(iter(base.groups.items())), next(iter(new.groups.items()))
+    label = f"{b_label}->{n_label}"
+    return (replace(base, groups={label: replace(b_group, label=label)}),
+            replace(new, groups={label: replace(n_group, label=label)}))
+
+
+def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], object],
+                    from_history: bool) -> dict[str, CaseInfo]:
+    """Tags and relevant documents of the compared questions, from the history. Without
+    `from_history` (both sides baseline files) nothing is read: such a comparison opens no
+    database, and has no tags or relevant documents."""
+    if not from_history:
+        return {}
+    ids = {q for s in (base, new) for g in s.groups.values() for q in g.questions}
+    return case_infos(open_store().engine, sorted(ids))  # type: ignore[attr-defined]
+
+
+# -- comparing -------------------------------------------------------------------------------------
+
+def check_comparable(base: Summary, new: Summary) -> None:
+    if base.corpus_fingerprint != new.corpus_fingerprint:
+        raise InputError(
+            f"refusing to compare: corpus fingerprints differ ({base.source}: {base.corpus_fingerprint}, "
+            f"{new.source}: {new.corpus_fingerprint}). The two measured different corpora, chunking or "
+            "embedders, so a difference would not be a regression. Re-baseline instead: "
+            "`ragqual baseline promote <run id>` on a run over the current corpus."
+        )
+    if base.kind != new.kind:
+        raise InputError(
+            f"refusing to compare a {base.kind} summary ({base.source}) with a {new.kind} one ({new.source})"
+        )
+
+
+def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np.random.Generator:
+    key = f"{group}\0{metric}" + (f"\0{tag}" if tag is not None else "")
+    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+
+
+def default_metrics(base: GroupSummary, new: GroupSummary, every: bool = False) -> list[str]:
+    """Metrics both groups hold, sizes left out; strategy groups only their headline unless `every`."""
+    shared = [m for m in base.metrics() if m in set(new.metrics()) and m not in INFORMATIONAL]
+    if every or base.trials or new.trials:
+        return shared
+    return [m for m in shared if m in RETRIEVAL_GATE]
+
+
+def _check_options(options: Options) -> None:
+    if not (options.tolerance >= 0 and math.isfinite(options.tolerance)):
+        raise InputError(f"--tolerance must be a non-negative number, got {options.tolerance!r}")
+    if not 0 < options.alpha < 1 or not 0 < options.power < 1:
+        raise InputError(f"--alpha and --power must lie between 0 and 1, got {options.alpha} and {options.power}")
+    if options.gate not in GATES:
+        raise InputError(f"--gate must be one of {', '.join(GATES)}, got {options.gate!r}")
+    if options.cluster is not None and options.cluster not in CLUSTERINGS:
+        raise InputError(f"--cluster must be one of {', '.join(CLUSTERINGS)}, got {options.cluster!r}")
+
+
+def compare(base: Summary, new: Summary, options: Options = Options(),
+            cases: Mapping[str, CaseInfo] | None = None) -> Comparison:
+    """The whole comparison of NEW against BASE (see the module doc)."""
+    _check_options(options)
+    check_comparable(base, new)
+    cases = cases or {}
+    notes = _group_notes(base, new)
+    rows: list[MetricComparison] = []
+    tag_rows: list[MetricComparison] = []
+    flips: list[Flip] = []
+    unstable: list[Unstable] = []
+    for label in sorted(set(base.groups) & set(new.groups)):
+        b, n = base.groups[label], new.groups[label]
+        unstable += _unstable(label, b, n, cases)
+        excluded = {u.question for u in unstable if u.group == label}
+        for metric in list(options.metrics) or default_metrics(b, n, options.every_metric):
+            pairs = _paired(label, metric, b, n, excluded, notes)
+            if pairs is None:
+                continue
+            clusters = _clusters(pairs[0], cases, options)
+            rows.append(_test(label, metric, pairs, clusters, len(excluded), options))
+            if options.by_tag:
+                tag_rows += _tag_tests(label, metric, pairs, cases, len(excluded), options)
+        flips += _flips(label, b, n, excluded, cases)
+    if not rows:
+        notes.append("no metric was present on both sides for any shared group: nothing was compared")
+    if options.by_tag and not cases:
+        notes.append("per-tag table: the questions' tags come from the history, and neither side is a run")
+    rows = _judge(rows, holm, options, gate=True)
+    return Comparison(base, new, options, rows, _judge(tag_rows, benjamini_hochberg, options, gate=False),
+                      flips, unstable, notes)
+
+
+def _group_notes(base: Summary, new: Summary) -> list[str]:
+    notes = []
+    for label in sorted(set(base.groups) - set(new.groups)):
+        notes.append(f"group {label!r} is only in BASE ({base.source}): not compared")
+    for label in sorted(set(new.groups) - set(base.groups)):
+        notes.append(f"group {label!r} is only in NEW ({new.source}): not compared")
+    return notes
+
+
+def _unstable(label: str, b: GroupSummary, n: GroupSummary, cases: Mapping[str, CaseInfo]) -> list[Unstable]:
+    out = []
+    for q in sorted(set(b.unstable) | set(n.unstable)):
+        sides = "both" if q in b.unstable and q in n.unstable else ("base" if q in b.unstable else "new")
+        out.append(Unstable(label, q, _golden(q, cases), sides))
+    return out
+
+
+def _golden(question: str, cases: Mapping[str, CaseInfo]) -> str:
+    info = cases.get(question)
+    return info.golden_id if info else question
+
+
+Pairs = tuple[list[str], list[float], list[float]]
+
+
+def _paired(label: str, metric: str, b: GroupSummary, n: GroupSummary, excluded: set[str],
+            notes: list[str]) -> Pairs | None:
+    base_values, new_values = b.values(metric), n.values(metric)
+    questions = sorted((set(base_values) & set(new_values)) - excluded)
+    if not questions:
+        notes.append(f"{label} {metric}: no question has it on both sides")
+        return None
+    return questions, [base_values[q] for q in questions], [new_values[q] for q in questions]
+
+
+def _clusters(questions: Sequence[str], cases: Mapping[str, CaseInfo], options: Options) -> list[int] | None:
+    if options.cluster is None:
+        return None
+    missing = [q for q in questions if q not in cases]
+    if missing:
+        raise InputError(
+            f"--cluster doc needs each question's relevant documents from the history; {len(missing)} "
+            f"question(s) have none there (e.g. {missing[0]!r}). Compare against a run id, not two baseline files."
+        )
+    numbers = stats.shared_item_clusters({q: cases[q].relevant_doc_ids for q in questions})
+    return [numbers[q] for q in questions]
+
+
+def _is_binary(metric: str, base: Sequence[float], new: Sequence[float]) -> bool:
+    named = metric in BINARY_METRICS or metric.startswith("hit@")
+    return named and stats.is_binary(base) and stats.is_binary(new)
+
+
+def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, unstable_count: int,
+          options: Options, tag: str | None = None) -> MetricComparison:
+    _, base, new = pairs
+    rng = metric_rng(options.seed, label, metric, tag)
+    binary = _is_binary(metric, base, new)
+    counts = stats.paired_counts(base, new) if binary else None
+    if clusters is not None:
+        test = "cluster-randomization"
+        lo, hi, p = _cluster_statistics(base, new, clusters, rng, options.resamples, 1 - options.alpha)
+    elif counts is not None:
+        test = "mcnemar-exact"
+        lo, hi = stats.newcombe_paired_interval(counts, 1 - options.alpha)
+        p = stats.mcnemar_exact(counts.b, counts.c)
+    else:
+        test = "randomization"
+        lo, hi, p = _graded_statistics(base, new, rng, options.resamples, 1 - options.alpha)
+    wins, ties, losses = stats.win_tie_loss(base, new)
+    lower = metric in LOWER_IS_BETTER
+    if lower:
+        wins, losses = losses, wins
+    base_mean, new_mean = math.fsum(base) / len(base), math.fsum(new) / len(new)
+    mde = stats.minimum_detectable_effect(stats.standard_error(base, new, clusters), options.alpha, options.power)
+    if counts is not None:  # fewer discordant questions than this can never reach significance
+        mde = max(mde, stats.mcnemar_min_discordant(options.alpha) / len(base))
+    return MetricComparison(
+        group=label, metric=metric, better="lower" if lower else "higher", n=len(base), base_mean=base_mean,
+        new_mean=new_mean, delta=new_mean - base_mean, ci_low=lo, ci_high=hi, test=test, p_value=p,
+        p_adjusted=p, mde=mde, verdict="",
+        b=counts.b if counts else None, c=counts.c if counts else None, wins=wins, ties=ties, losses=losses,
+        unstable_excluded=unstable_count, clusters=len(set(clusters)) if clusters is not None else None, tag=tag,
+    )
+
+
+def _graded_statistics(base: list[float], new: list[float], rng: np.random.Generator, resamples: int,
+                       confidence: float) -> tuple[float, float, float]:
+    """Bootstrap interval and p-value; identical questions give (0, 0) and 1 without resampling,
+    which is exactly what resampling would return."""
+    if base == new:
+        return 0.0, 0.0, 1.0
+    ci = stats.paired_bootstrap_ci(base, new, rng, n_resamples=resamples, confidence=confidence)
+    return ci.lo, ci.hi, stats.paired_randomization_test(base, new, rng, n_permutations=resamples)
+
+
+def _cluster_statistics(base: list[float], new: list[float], clusters: list[int], rng: np.random.Generator,
+                        resamples: int, confidence: float) -> tuple[float, float, float]:
+    if base == new:
+        return 0.0, 0.0, 1.0
+    ci = stats.cluster_bootstrap_ci(base, new, clusters, rng, n_resamples=resamples, confidence=confidence)
+    return ci.lo, ci.hi, stats.cluster_randomization_test(base, new, clusters, rng, n_permutations=resamples)
+
+
+def _tag_tests(label: str, metric: str, pairs: Pairs, cases: Mapping[str, CaseInfo], unstable_count: int,
+               options: Options) -> list[MetricComparison]:
+    questions, base, new = pairs
+    by_tag: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        for tag in cases[q].tags if q in cases else ():
+            by_tag.setdefault(tag, []).append(i)
+    out = []
+    for tag in sorted(by_tag):
+        picked = by_tag[tag]
+        sub = ([questions[i] for i in picked], [base[i] for i in picked], [new[i] for i in picked])
+        clusters = _clusters(sub[0], cases, options)
+        out.append(_test(label, metric, sub, clusters, unstable_count, options, tag))
+    return out
+
+
+def _judge(rows: list[MetricComparison], adjust: Callable[[Sequence[float]], list[float]], options: Options,
+           gate: bool) -> list[MetricComparison]:
+    adjusted = adjust([r.p_value for r in rows]) if rows else []
+    out = []
+    for row, p_adj in zip(rows, adjusted, strict=True):
+        lower = row.better == "lower"
+        said = verdict(row.delta, row.ci_low, row.ci_high, p_adj, options.tolerance, lower, options.alpha)
+        if not gate:
+            regressed = False
+        elif options.gate == "tolerance":
+            regressed = tolerance_regressed(row.delta, options.tolerance, lower)
+        else:
+            regressed = said == REGRESSION
+        out.append(replace(row, p_adjusted=p_adj, verdict=said, regressed=regressed))
+    return out
+
+
+def _flips(label: str, b: GroupSummary, n: GroupSummary, excluded: set[str],
+           cases: Mapping[str, CaseInfo]) -> list[Flip]:
+    metric = next((m for m in FLIP_METRICS if m in b.metrics() and m in n.metrics()), None)
+    if metric is None:
+        return []
+    base_values, new_values = b.values(metric), n.values(metric)
+    out = []
+    for q in sorted((set(base_values) & set(new_values)) - excluded):
+        before, after = base_values[q], new_values[q]
+        if before in (0.0, 1.0) and after in (0.0, 1.0) and before != after:
+            info = cases.get(q)
+            out.append(Flip(label, metric, q, _golden(q, cases), info.tags if info else (),
+                            "pass->fail" if before == 1.0 else "fail->pass"))
+    return sorted(out, key=lambda f: (f.direction != "pass->fail", f.golden_id))

@@ -1,0 +1,118 @@
+"""Storage faults in one line: which database, what went wrong, what to do (exit 4).
+
+SQLite and PostgreSQL report a full disk, a read-only file or folder, or a vanished file as
+driver errors; `translate` turns the ones that are about the storage (not about ragqual's SQL)
+into a StorageFault naming the database and the fix. `check_identity` notices a SQLite file
+deleted or replaced under a running process, which SQLite itself never reports.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DBAPIError
+
+from ragqual.errors import StorageFault
+
+_LAST_URL: list[str] = []
+
+# (substring of the driver's message or SQLSTATE, what happened, the fix)
+_SQLITE = (
+    ("database or disk is full", "the disk holding it is full", "free some space and run again"),
+    ("readonly database", "it is read-only", "make the file, its folder and its -wal/-shm files writable, or pass another --db"),
+    ("unable to open database file", "it cannot be opened", "check that its folder exists and is writable, or pass another --db"),
+    ("disk i/o error", "a disk I/O error occurred", "check the disk, then run again"),
+    ("malformed", "the file is corrupt", "restore it from a copy, or pass another --db"),
+    ("file is not a database", "the file is not a SQLite database", "pass the right file with --db"),
+)
+_POSTGRES = (
+    ("53100", "the server's disk is full", "free space on the PostgreSQL server and run again"),
+    ("53200", "the server ran out of memory", "retry, or check the PostgreSQL server"),
+    ("25006", "the database is read-only", "point --db at a writable primary"),
+    ("57p01", "the server shut down", "restart PostgreSQL and run again"),
+    ("08006", "the connection to the server failed", "check that PostgreSQL is running"),
+)
+_OS = ("read-only file system", "no space left", "permission denied")
+
+
+def remember(url: str) -> None:
+    """The database the CLI opened last, for errors that reach the CLI untranslated."""
+    _LAST_URL[:] = [url]
+
+
+def shown(url: str | URL | None) -> str:
+    if url is None:
+        url = _LAST_URL[0] if _LAST_URL else None
+    if url is None:
+        return "the history database"
+    parsed = make_url(url) if isinstance(url, str) else url
+    if parsed.get_backend_name() == "sqlite":
+        return str(parsed.database or ":memory:")
+    return parsed.render_as_string(hide_password=True)
+
+
+def _sqlstate(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(getattr(orig, "sqlstate", "") or "").lower()
+
+
+def translate(exc: BaseException, url: str | URL | None = None) -> StorageFault | None:
+    """A StorageFault for a storage failure, None for anything else (re-raise that)."""
+    if not isinstance(exc, (DBAPIError, OSError, sqlite3.Error)):
+        return None
+    message = str(getattr(exc, "orig", None) or exc).lower()
+    where = shown(url)
+    if isinstance(exc, OSError) and not any(k in message for k in _OS):
+        return None
+    for needle, what, fix in _SQLITE:
+        if needle in message:
+            return StorageFault(f"history database {where}: {what}: {fix}")
+    state = _sqlstate(exc)
+    for code, what, fix in _POSTGRES:
+        if state == code:
+            return StorageFault(f"history database {where}: {what}: {fix}")
+    if isinstance(exc, OSError):
+        return StorageFault(f"history database {where}: {exc.strerror or exc}: make its folder writable, or pass another --db")
+    return None
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    path: Path
+    device: int
+    inode: int
+
+
+def file_identity(url: str | URL) -> FileIdentity | None:
+    """The SQLite file's identity (device, inode) now; None for servers, memory or a missing file."""
+    parsed = make_url(url) if isinstance(url, str) else url
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    path = Path(parsed.database)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileIdentity(path, st.st_dev, st.st_ino)
+
+
+def check_identity(expected: FileIdentity | None) -> None:
+    """Raise when the file this process writes to was deleted or replaced by another one."""
+    if expected is None:
+        return
+    try:
+        st = os.stat(expected.path)
+    except FileNotFoundError:
+        raise StorageFault(
+            f"history database {expected.path} was deleted while ragqual was writing to it: the rows written "
+            "since are lost with it; restore the file from a copy or run again on a new database"
+        ) from None
+    if (st.st_dev, st.st_ino) != (expected.device, expected.inode):
+        raise StorageFault(
+            f"history database {expected.path} was replaced by another file while ragqual was writing to it: "
+            "this run's rows went to the old file; restore the right file and run again"
+        )

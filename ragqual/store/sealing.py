@@ -1,0 +1,202 @@
+"""Tamper evidence: every write transaction seals the rows it appended, in one hash chain.
+
+Design (what `ragqual verify` recomputes):
+
+* A row's digest is sha256 over the canonical JSON of its columns except `id`, NULL columns
+  left out (so a later migration that adds a nullable column leaves old digests valid),
+  datetimes in ISO form (UTC when the database returns them with a zone), truncated to 16 hex
+  characters (64 bits) to keep seals small.
+* Each write transaction of the run store ends by appending one `seals` row naming every row
+  it inserted — per table the id ranges and the row digests in id order — so rows appended
+  later (a rescore, a resumed run, a shared definition interned by another run) get their own
+  seal instead of looking like tampering.
+* The seal's digest is sha256 over the previous seal's digest (a database-wide chain, the first
+  link being the genesis seal of migration 0004), the previous digest of the same run (a
+  per-run chain), the run id and the row list. A run's end event records the run's head digest
+  at that moment; `verify` prints the database-wide head so it can be published and checked
+  later with `verify --expect`.
+* Writers are serialised while they append and seal: SQLite through `BEGIN IMMEDIATE` (its
+  write lock), PostgreSQL through a transaction-scoped advisory lock. While the lock is held no
+  other ragqual writer inserts, so "rows with an id above the table's highest id at the start
+  of the transaction" are exactly this transaction's rows, whatever statement inserted them
+  (RETURNING or a driver-level executemany).
+
+What it proves and what it cannot: any edit, deletion, re-ordering or insertion made outside
+ragqual after a row was sealed breaks a digest or leaves a row outside every seal. Someone with
+write access who recomputes every later seal can forge a consistent chain; only a head digest
+kept elsewhere (committed, published) and checked with `--expect` defeats that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table, select
+from sqlalchemy.orm import Session
+
+from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.store.models import Base, Seal, SEALED_TABLES
+
+GENESIS_PREV = "0" * 64
+ROW_DIGEST_CHARS = 16
+PG_LOCK_KEY = 0x7261_6771  # "ragq": the advisory lock every PostgreSQL writer takes
+
+
+# -- canonical rows -----------------------------------------------------------------------------
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return (value.astimezone(UTC) if value.tzinfo else value).isoformat()
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def row_digest(values: Mapping[str, Any]) -> str:
+    """The digest of one row's content: every non-NULL column but `id`."""
+    body = {k: _norm(v) for k, v in values.items() if k != "id" and v is not None}
+    return sha256_hex(canonical_json(body))[:ROW_DIGEST_CHARS]
+
+
+def seal_digest(prev: str, run_prev: str | None, run_id: int | None, rows_text: str) -> str:
+    return sha256_hex("\n".join([prev, run_prev or "", "" if run_id is None else str(run_id), rows_text]))
+
+
+def ranges(ids: Iterable[int]) -> list[list[int]]:
+    """Sorted ids as [first, last] runs: [1, 2, 3, 7] -> [[1, 3], [7, 7]]."""
+    out: list[list[int]] = []
+    for i in sorted(ids):
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out
+
+
+def expand(spans: Sequence[Sequence[int]]) -> list[int]:
+    return [i for first, last in spans for i in range(first, last + 1)]
+
+
+def _table(name: str) -> Table:
+    return Base.metadata.tables[name]
+
+
+# -- reading rows as stored ------------------------------------------------------------------------
+# Seals are computed and verified from the values the driver returns, read with plain SQL
+# through the DB-API cursor: the same read path at both ends, no ORM type processing in
+# between, and a few times cheaper per transaction than SQLAlchemy statements.
+
+def _ph(dialect: str) -> str:
+    return "?" if dialect == "sqlite" else "%s"
+
+
+def columns(table: str) -> list[str]:
+    """The columns a row digest covers: the model's (a column added outside ragqual is not)."""
+    return [c.name for c in _table(table).columns]
+
+
+def read_rows(cursor: Any, dialect: str, table: str, above: int = 0) -> list[tuple[int, str]]:
+    """(id, digest) of every row of `table` with an id above `above`, in id order."""
+    names = columns(table)
+    cursor.execute(f"SELECT {', '.join(names)} FROM {table} WHERE id > {_ph(dialect)} ORDER BY id", (above,))
+    return [(row[0], row_digest(dict(zip(names, row, strict=True)))) for row in cursor.fetchall()]
+
+
+def _dbapi(session: Session) -> tuple[Any, str]:
+    conn = session.connection()
+    return conn.connection.dbapi_connection.cursor(), conn.dialect.name
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+def lock(session: Session) -> None:
+    """Serialise writers: SQLite already holds its write lock (BEGIN IMMEDIATE)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.connection().exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_LOCK_KEY})")
+
+
+def high_water_sql(tables: Sequence[str] = SEALED_TABLES) -> str:
+    return "SELECT " + ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM {t})" for t in tables)
+
+
+def high_water(session: Session, tables: Sequence[str] = SEALED_TABLES) -> dict[str, int]:
+    """Each table's highest id, in one statement."""
+    cursor, _ = _dbapi(session)
+    cursor.execute(high_water_sql(tables))
+    return dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
+
+
+@dataclass
+class SealDraft:
+    """What one transaction appended: {table: [(id, digest), ...]}, id order."""
+
+    rows: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return canonical_json({
+            t: {"ids": ranges(i for i, _ in rows), "digests": "".join(d for _, d in rows)}
+            for t, rows in sorted(self.rows.items()) if rows
+        })
+
+
+def head(session: Session | Connection, run_id: int | None = None) -> str | None:
+    """The newest seal's digest: database-wide, or of one run."""
+    query = select(Seal.digest).order_by(Seal.id.desc()).limit(1)
+    if run_id is not None:
+        query = query.where(Seal.run_id == run_id)
+    return session.execute(query).scalar_one_or_none()
+
+
+def _heads(cursor: Any, dialect: str, run_id: int | None) -> tuple[str, str | None]:
+    p = _ph(dialect)
+    cursor.execute(f"SELECT (SELECT digest FROM seals ORDER BY id DESC LIMIT 1), "
+                   f"(SELECT digest FROM seals WHERE run_id = {p} ORDER BY id DESC LIMIT 1)", (run_id,))
+    prev, run_prev = cursor.fetchone()
+    return prev or GENESIS_PREV, run_prev
+
+
+def seal(session: Session, before: Mapping[str, int], run_id: int | None) -> str | None:
+    """Append the seal of every row inserted since `before` (None when nothing was)."""
+    cursor, dialect = _dbapi(session)
+    tables = tuple(before)
+    cursor.execute(high_water_sql(tables))
+    after = dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
+    draft = SealDraft({t: read_rows(cursor, dialect, t, before[t]) for t in tables if after[t] > before[t]})
+    if not any(draft.rows.values()):
+        return None
+    if run_id is None and draft.rows.get("runs"):
+        run_id = draft.rows["runs"][0][0]
+    prev, run_prev = _heads(cursor, dialect, run_id)
+    rows_text = draft.text()
+    digest = seal_digest(prev, run_prev, run_id, rows_text)
+    p = _ph(dialect)
+    cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
+                   f"VALUES ('rows', {p}, {p}, {p}, {p}, {p})", (run_id, prev, run_prev, rows_text, digest))
+    return digest
+
+
+def append_watermark(conn: Connection, tables: Sequence[str]) -> str:
+    """For a migration that writes history rows itself (a backfill): mark every row of `tables`
+    written so far as written before sealing covered them, in a `watermark` seal on the chain.
+    `verify` then reports those rows as unsealed instead of inserted outside ragqual.
+
+        from ragqual.store.sealing import append_watermark
+        append_watermark(op.get_bind(), ["case_aliases"])   # after the backfill
+    """
+    cursor = conn.connection.dbapi_connection.cursor()
+    dialect = conn.dialect.name
+    cursor.execute(high_water_sql(tables))
+    marks = dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
+    prev, _ = _heads(cursor, dialect, None)
+    rows_text = canonical_json({"watermark": marks})
+    digest = seal_digest(prev, None, None, rows_text)
+    p = _ph(dialect)
+    cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
+                   f"VALUES ('watermark', NULL, {p}, NULL, {p}, {p})", (prev, rows_text, digest))
+    return digest

@@ -1,0 +1,200 @@
+"""`ragqual verify`: recompute every seal and every sealed row, and say what no longer matches.
+
+Findings name the table, the row id and what happened to it:
+
+  edited     the row is there but its content is not what was sealed
+  deleted    a sealed row is gone
+  re-ordered the row now holds what was sealed under another id of the same table
+  inserted   a row written after sealing began that no seal covers (written outside ragqual)
+  seal       a seal whose digest or links no longer add up (seals edited, removed or re-ordered)
+  run        a run's end event records a seal head that its seals do not lead to
+
+Rows written before migration 0004 (up to the genesis seal's watermark) are unsealed: their runs
+are reported as such, never as tampered.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from ragqual.store import sealing
+from ragqual.store.models import Run, RunEvent, SEALED_TABLES, Seal
+
+RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results")
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # edited | deleted | re-ordered | inserted | seal | run
+    table: str
+    row_id: int | None
+    detail: str
+
+    def __str__(self) -> str:
+        where = f"{self.table} row {self.row_id}" if self.row_id is not None else self.table
+        return f"{where}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class Verdict:
+    findings: list[Finding] = field(default_factory=list)
+    seals: int = 0
+    rows_checked: int = 0
+    sealed_runs: list[int] = field(default_factory=list)
+    unsealed_runs: list[int] = field(default_factory=list)
+    head: str | None = None
+    expected_at: int | None = None  # the seal id whose digest --expect named
+
+    @property
+    def intact(self) -> bool:
+        return not self.findings
+
+
+@dataclass
+class _Sealed:
+    """Per table: id -> [(digest, seal id)] from every seal that names the row."""
+
+    rows: dict[str, dict[int, list[tuple[str, int]]]] = field(default_factory=lambda: defaultdict(dict))
+    watermark: dict[str, int] = field(default_factory=dict)
+
+
+def _check_chain(seals: Sequence[Seal], verdict: Verdict) -> None:
+    prev = sealing.GENESIS_PREV
+    run_heads: dict[int, str] = {}
+    for s in seals:
+        if s.prev_digest != prev:
+            verdict.findings.append(Finding("seal", "seals", s.id, "does not follow the seal before it "
+                                                                   "(seals removed, inserted or re-ordered)"))
+        expected_run_prev = run_heads.get(s.run_id) if s.run_id is not None else None
+        if s.run_id is not None and s.run_prev_digest != expected_run_prev:
+            verdict.findings.append(Finding("seal", "seals", s.id, f"breaks the chain of run {s.run_id}"))
+        if sealing.seal_digest(s.prev_digest, s.run_prev_digest, s.run_id, s.rows) != s.digest:
+            verdict.findings.append(Finding("seal", "seals", s.id, "its digest does not match its content (edited)"))
+        prev = s.digest
+        if s.run_id is not None:
+            run_heads[s.run_id] = s.digest
+    verdict.head = prev if seals else None
+
+
+def _collect(seals: Sequence[Seal], run_ids: set[int] | None, verdict: Verdict) -> _Sealed:
+    sealed = _Sealed()
+    for s in seals:
+        try:
+            body = json.loads(s.rows)
+        except ValueError:
+            verdict.findings.append(Finding("seal", "seals", s.id, "its row list is not readable"))
+            continue
+        if s.kind in ("genesis", "watermark"):  # rows up to these ids predate their table's sealing
+            for t, v in body.get("watermark", {}).items():
+                sealed.watermark[t] = max(sealed.watermark.get(t, 0), int(v))
+            continue
+        if run_ids is not None and s.run_id is not None and s.run_id not in run_ids:
+            continue
+        for table, part in body.items():
+            ids = sealing.expand(part["ids"])
+            digests = part["digests"]
+            width = sealing.ROW_DIGEST_CHARS
+            for n, row_id in enumerate(ids):
+                sealed.rows[table].setdefault(row_id, []).append((digests[n * width:(n + 1) * width], s.id))
+    return sealed
+
+
+def _current(engine: Engine, table: str) -> dict[int, str]:
+    """Every row's digest, read the way the seals were computed (sealing.read_rows)."""
+    conn = engine.raw_connection()
+    try:
+        cursor = conn.cursor()
+        return dict(sealing.read_rows(cursor, engine.dialect.name, table))
+    finally:
+        conn.close()
+
+
+def _check_rows(engine: Engine, sealed: _Sealed, run_ids: set[int] | None, verdict: Verdict) -> None:
+    for table in SEALED_TABLES:
+        current = _current(engine, table)
+        expected = sealed.rows.get(table, {})
+        by_digest = defaultdict(list)
+        for row_id, entries in expected.items():
+            for digest, _ in entries:
+                by_digest[digest].append(row_id)
+        for row_id, entries in sorted(expected.items()):
+            verdict.rows_checked += 1
+            now = current.get(row_id)
+            for digest, seal_id in entries:
+                if now is None:
+                    verdict.findings.append(Finding("deleted", table, row_id, f"sealed by seal {seal_id}, now missing"))
+                elif now != digest:
+                    moved = [i for i in by_digest.get(now, []) if i != row_id]
+                    if moved:
+                        verdict.findings.append(Finding("re-ordered", table, row_id,
+                                                        f"holds what seal {seal_id} recorded for row {moved[0]}"))
+                    else:
+                        verdict.findings.append(Finding("edited", table, row_id,
+                                                        f"content differs from what seal {seal_id} recorded"))
+        if run_ids is None:
+            floor = sealed.watermark.get(table, 0)
+            for row_id in sorted(set(current) - set(expected)):
+                if row_id > floor:
+                    verdict.findings.append(Finding("inserted", table, row_id, "no seal covers this row "
+                                                                              "(written outside ragqual)"))
+
+
+def _check_runs(engine: Engine, seals: Sequence[Seal], sealed: _Sealed, run_ids: set[int] | None,
+                verdict: Verdict) -> None:
+    floor = sealed.watermark.get("runs", 0)
+    with engine.connect() as conn:
+        runs = conn.execute(select(Run.id).order_by(Run.id)).scalars().all()
+        ends = conn.execute(select(RunEvent.id, RunEvent.run_id, RunEvent.detail)
+                            .where(RunEvent.event.in_(("finished", "interrupted", "failed")),
+                                   RunEvent.id > sealed.watermark.get("run_events", 0))).all()
+    for run_id in runs:
+        if run_ids is None or run_id in run_ids:
+            (verdict.unsealed_runs if run_id <= floor else verdict.sealed_runs).append(run_id)
+    event_seal = {row_id: seal_id for row_id, entries in sealed.rows.get("run_events", {}).items()
+                  for _, seal_id in entries}
+    digests = {s.id: s for s in seals}
+    for event_id, run_id, detail in ends:
+        if run_ids is not None and run_id not in run_ids:
+            continue
+        try:
+            recorded = json.loads(detail).get("seal_head") if detail else None
+        except (ValueError, AttributeError):
+            recorded = None
+        seal_id = event_seal.get(event_id)
+        if recorded is None or seal_id is None:
+            continue
+        actual = digests[seal_id].run_prev_digest
+        if recorded != actual:
+            verdict.findings.append(Finding("run", "run_events", event_id,
+                                            f"run {run_id}'s end event records seal head {recorded[:12]}…, "
+                                            f"its seals lead to {(actual or 'none')[:12]}…"))
+
+
+def verify(engine: Engine, run_ids: Sequence[int] | None = None, expect: str | None = None) -> Verdict:
+    """Recompute the chain, every sealed row and each run's recorded head."""
+    verdict = Verdict()
+    wanted = set(run_ids) if run_ids else None
+    with Session(engine) as session:
+        seals = list(session.scalars(select(Seal).order_by(Seal.id)))
+    verdict.seals = len(seals)
+    if not seals or seals[0].kind != "genesis":
+        verdict.findings.append(Finding("seal", "seals", seals[0].id if seals else None,
+                                        "the genesis seal of migration 0004 is missing"))
+    _check_chain(seals, verdict)
+    sealed = _collect(seals, wanted, verdict)
+    _check_rows(engine, sealed, wanted, verdict)
+    _check_runs(engine, seals, sealed, wanted, verdict)
+    if expect is not None:
+        found = [s.id for s in seals if s.digest == expect.strip().lower()]
+        if found:
+            verdict.expected_at = found[0]
+        else:
+            verdict.findings.append(Finding("seal", "seals", None, f"the expected digest {expect} is in no seal of "
+                                            "this database: its chain was rewritten, or the digest is from another one"))
+    return verdict

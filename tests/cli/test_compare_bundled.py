@@ -1,0 +1,61 @@
+"""The statistical gate on the bundled corpus and goldens, with the mock model (no service)."""
+
+import json
+import sqlite3
+
+import pytest
+
+from ragqual.core.stats import mcnemar_exact
+from tests.cli.conftest import invoke, ragqual
+
+pytestmark = pytest.mark.slow
+
+
+def _generation(workdir, *extra: str) -> int:
+    result = invoke("generation", "--model", "mock", "--mode", "e2e", "--repeats", "1", *extra)
+    assert result.exit_code == 0, result.output
+    db = sqlite3.connect(workdir / "eval-results" / "eval.db")
+    return db.execute("SELECT MAX(id) FROM runs").fetchone()[0]
+
+
+def _rows(out: str) -> dict[str, dict]:
+    return {r["metric"]: r for r in json.loads(out)["metrics"]}
+
+
+def _compare(workdir, capsys, *args: str) -> tuple[int, str, str]:
+    """The real entry point, so a failed gate is its exit code."""
+    return ragqual(workdir / "eval-results" / "eval.db", ["--json", "compare", *args], capsys)
+
+
+@pytest.fixture(scope="module")
+def runs(workdir):
+    return {"k5": _generation(workdir, "--context-k", "5"), "k1": _generation(workdir, "--context-k", "1"),
+            "cut": _generation(workdir, "--threshold", "0.5")}
+
+
+def test_a_run_compared_with_itself_exits_0(runs, workdir, capsys):
+    code, out, err = _compare(workdir, capsys, str(runs["k5"]), str(runs["k5"]))
+    assert code == 0, err
+    assert {r["verdict"] for r in _rows(out).values()} <= {"equivalent", "inconclusive"}
+
+
+def test_context_k_1_against_5_is_not_shown_to_regress_on_171_questions(runs, workdir, capsys):
+    # The mock loses more questions than it gains with one chunk of context, but too few for the
+    # exact McNemar test over 171 questions: the honest verdict is `inconclusive`, exit 0, with the
+    # minimum detectable effect above the observed drop. The tolerance gate fails it.
+    code, out, err = _compare(workdir, capsys, str(runs["k5"]), str(runs["k1"]))
+    passed = _rows(out)["pass"]
+    assert code == 0, err
+    assert passed["n"] == 171 and passed["b"] > passed["c"] and passed["delta"] < -0.02
+    assert passed["p_value"] == mcnemar_exact(passed["b"], passed["c"]) > 0.05
+    assert passed["verdict"] == "inconclusive" and passed["mde"] > abs(passed["delta"])
+    code, _, err = _compare(workdir, capsys, str(runs["k5"]), str(runs["k1"]), "--gate", "tolerance")
+    assert code == 1 and "mock/e2e pass (-0.0409)" in err
+
+
+def test_a_similarity_cut_off_that_starves_the_context_is_a_regression_with_exit_1(runs, workdir, capsys):
+    code, out, err = _compare(workdir, capsys, str(runs["k5"]), str(runs["cut"]))
+    rows = _rows(out)
+    assert code == 1 and "REGRESSION" in err
+    regressed = [m for m, r in rows.items() if r["verdict"] == "regression"]
+    assert regressed and all(rows[m]["p_adjusted"] < 0.05 and rows[m]["delta"] < -0.02 for m in regressed)

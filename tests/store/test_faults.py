@@ -1,0 +1,36 @@
+"""Which errors are storage faults, and the one line each becomes."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from ragqual.errors import StorageFault
+from ragqual.store.faults import translate
+
+
+def _op(message: str) -> OperationalError:
+    return OperationalError("INSERT ...", {}, sqlite3.OperationalError(message))
+
+
+def test_sqlite_storage_errors_become_one_line_naming_the_file_and_the_fix():
+    fault = translate(_op("database or disk is full"), "sqlite:////data/eval.db")
+    assert isinstance(fault, StorageFault) and fault.exit_code == 4
+    assert str(fault) == "history database /data/eval.db: the disk holding it is full: free some space and run again"
+    assert "read-only" in str(translate(_op("attempt to write a readonly database"), "sqlite:////d/e.db"))
+
+
+def test_other_errors_are_not_storage_faults():
+    assert translate(_op("no such column: x"), "sqlite:////d/e.db") is None
+    assert translate(IntegrityError("INSERT", {}, sqlite3.IntegrityError("UNIQUE constraint failed")), None) is None
+    assert translate(ValueError("malformed response from the model"), None) is None
+
+
+def test_a_password_in_a_server_url_is_not_shown():
+    class DiskFull(Exception):
+        sqlstate = "53100"
+
+    fault = translate(OperationalError("INSERT", {}, DiskFull("could not extend file")),
+                      "postgresql+psycopg://u:S3cret@db:5432/eval")
+    assert "S3cret" not in str(fault) and "db:5432/eval" in str(fault)

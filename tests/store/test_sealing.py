@@ -1,0 +1,73 @@
+"""Sealing's pure parts, and the promises later migrations rely on."""
+
+from __future__ import annotations
+
+from ragqual.store import sealing
+from ragqual.store.runstore import RunStore
+from ragqual.store.verify import verify
+from tests.store.conftest import raw_connect
+from tests.store.helpers import add_trial, provenance
+
+
+def test_ranges_round_trip():
+    assert sealing.ranges([7, 1, 2, 3, 9, 10]) == [[1, 3], [7, 7], [9, 10]]
+    assert sealing.expand([[1, 3], [7, 7], [9, 10]]) == [1, 2, 3, 7, 9, 10]
+
+
+def test_a_null_column_is_the_same_row_as_a_missing_column():
+    """So a migration adding a nullable column leaves every earlier seal valid."""
+    assert sealing.row_digest({"id": 1, "a": 1, "new": None}) == sealing.row_digest({"id": 2, "a": 1})
+    assert sealing.row_digest({"a": 1, "new": 0}) != sealing.row_digest({"a": 1})
+
+
+def test_seal_digest_chains_every_input():
+    base = sealing.seal_digest("p" * 64, None, 1, "{}")
+    assert len({base, sealing.seal_digest("q" * 64, None, 1, "{}"), sealing.seal_digest("p" * 64, "r", 1, "{}"),
+                sealing.seal_digest("p" * 64, None, 2, "{}"), sealing.seal_digest("p" * 64, None, 1, "{ }")}) == 5
+
+
+def test_a_later_nullable_column_keeps_old_seals_valid(store_head_url, monkeypatch):
+    store = RunStore.open(store_head_url)
+    run = store.start_run("generation", "rag", provenance())
+    add_trial(store, run)
+    con = raw_connect(store_head_url)
+    con.execute("ALTER TABLE trials ADD COLUMN raw_output_chars INTEGER")
+    con.commit()
+    con.close()
+    real = sealing.columns
+    monkeypatch.setattr(sealing, "columns", lambda t: real(t) + (["raw_output_chars"] if t == "trials" else []))
+    add_trial(store, run, case="case-2")  # a trial written after the migration, column still NULL
+    verdict = verify(store.engine)
+    store.engine.dispose()
+    assert verdict.findings == [] and verdict.sealed_runs == [run]
+
+
+def test_every_write_is_sealed_and_chained(store_head_url):
+    store = RunStore.open(store_head_url)
+    run = store.start_run("generation", "rag", provenance())
+    add_trial(store, run)
+    store.add_event(run, "finished")
+    store.append_scoring(1, [], [])  # nothing appended: no seal
+    con = raw_connect(store_head_url)
+    seals = con.execute("SELECT id, kind, run_id, prev_digest, digest FROM seals ORDER BY id").fetchall()
+    con.close()
+    store.engine.dispose()
+    assert seals[0][1] == "genesis"
+    assert all(later[3] == earlier[4] for earlier, later in zip(seals, seals[1:]))
+    assert {s[2] for s in seals[1:]} == {None, run}  # definitions are sealed outside any run
+
+
+def test_a_migration_backfill_marked_with_a_watermark_is_unsealed_not_inserted(store_head_url):
+    """What a later migration that writes history rows itself does (e.g. backfilling a new table)."""
+    store = RunStore.open(store_head_url)
+    add_trial(store, store.start_run("generation", "rag", provenance()))
+    con = raw_connect(store_head_url)
+    con.execute("INSERT INTO system_prompts (sha256, text) VALUES ('b' || 'ackfill', 'written by a migration')")
+    con.commit()
+    con.close()
+    assert [f.kind for f in verify(store.engine).findings] == ["inserted"]
+    with store.engine.begin() as conn:
+        sealing.append_watermark(conn, ["system_prompts"])
+    verdict = verify(store.engine)
+    store.engine.dispose()
+    assert verdict.findings == []
