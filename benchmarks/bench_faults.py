@@ -75,6 +75,20 @@ def run(name: str, args: list[str], env: dict[str, str], cwd: Path, server: Fake
             "last line": last[:110]}
 
 
+def streamed_rss(env: dict[str, str], cwd: Path, endless: str, n: int) -> dict[str, object]:
+    """`--limit 0` over n rows, printed to /dev/null: the child's peak memory."""
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "ragqual", "sql", "--limit", "0",
+                          "--timeout", "0", "--format", "csv", endless + f"SELECT x FROM c LIMIT {n}"],
+                         cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    seconds = time.perf_counter() - started
+    return {"fault": f"sql: {n:,} rows, --limit 0 (streamed)", "exit": 0, "trials": 0, "errors": 0, "requests": "-",
+            "first request to exit (s)": "-", "db_MB": "-", "seconds": f"{seconds:.1f}",
+            "last line": f"peak memory {int(out.strip()) / 1024:.0f} MB"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=3.0, help="RAGQUAL_MODEL_TIMEOUT for the runs")
@@ -107,6 +121,7 @@ def main() -> None:
                         env, root))
         rows.append(run("sql: Ctrl-C after 3 s", ["sql", "--timeout", "0", endless + "SELECT count(*) FROM c"],
                         env, root, interrupt_after=3.0))
+        rows.append(streamed_rss(env, root, endless, 2_000_000))
         target = root / "x.db"
         rows.append(run("sql: ATTACH a new file", ["sql", f"ATTACH DATABASE '{target}' AS x"], env, root))
         rows[-1]["fault"] += f" (file created: {target.exists()})"

@@ -9,7 +9,8 @@
     ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
     ├── ForeignPoints            1  points ragqual did not write carry its reserved tag: nothing deleted
     ├── ServiceUnavailable       3  Ollama, Qdrant or another service unreachable
-    │   └── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
+    │   ├── ModelCallFailed      3  one model call failed for good: recorded on its trial, the run goes on
+    │   └── CircuitOpen          3  (engine.breaker) K failed attempts in a row: the run stops as failed
     └── StorageFault             4  the history database failed (disk full, read-only, deleted or replaced)
 
     KeyboardInterrupt

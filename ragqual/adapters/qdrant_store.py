@@ -6,11 +6,14 @@ under the key `collection`. Every write adds only points carrying that value, an
 filters on it server-side.
 
 The tag alone does not make a point ragqual's: someone else may write it (as a string or inside
-a list). ragqual deletes only points it can prove it wrote: the point id is the uuid5 of the
-payload's chunk id in ragqual's own namespace, the tag is exactly the string, and the payload
-carries the ingest id and a sha256 of the id and the rest of the payload (`OWNER_HASH_KEY`),
-which must match. Tagged points that fail this are foreign: reset and ingest refuse (exit 1,
-naming them) and delete nothing; nothing here touches any other point.
+a list). ragqual deletes only points it wrote: the point id is the uuid5 of the payload's chunk
+id in ragqual's own namespace (no one else's point has it, and `add` never overwrites a point
+without the tag), the tag is exactly the string, and the payload carries the id of the ingest
+that wrote it (or, from ingests before that mark, exactly their payload keys). Tagged points that
+fail this are foreign: reset and ingest refuse (exit 1, naming them) and delete nothing; nothing
+here touches any other point. Each point also carries a sha256 of its id and payload
+(`OWNER_HASH_KEY`): a point of ragqual's whose payload was edited since is still ragqual's, and
+is rebuilt with a warning that names how many were edited.
 
 Embedded mode (`path=`) lets only one process at a time use a storage folder. Opening a
 held folder waits for it to be released, polling, then fails with one line that names
@@ -456,9 +459,13 @@ class EvalIndex:
 
     def refuse_foreign_points(self) -> list[str]:
         """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours."""
-        ours, foreign = [], []
+        ours, foreign, edited = [], [], 0
         for point in self._scroll(eval_filter()):
             (ours if is_owned(point.id, point.payload) else foreign).append(str(point.id))
+            edited += is_owned(point.id, point.payload) and not is_intact(point.id, point.payload)
+        if edited and not foreign:
+            warnings.warn(f"{edited} of ragqual's eval point(s) in {self.collection!r} were edited after they were "
+                          f"ingested; they are rebuilt from the corpus", stacklevel=2)
         if foreign:
             raise ForeignPoints(
                 f"Qdrant collection {self.collection!r} holds {len(foreign)} point(s) that carry ragqual's reserved "
@@ -576,14 +583,18 @@ def owned_payload(pid: str, payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def is_owned(pid: Any, payload: Mapping[str, Any] | None) -> bool:
     """True when ragqual wrote this point (see the module docstring); an older ingest's exact
-    payload shape under ragqual's own id counts as ragqual's too."""
+    payload keys under ragqual's own id count as ragqual's too."""
     payload = payload or {}
     chunk_id = payload.get("chunk_id")
     if payload.get(TAG_KEY) != EVAL_TAG or not isinstance(chunk_id, str) or str(pid) != point_id(chunk_id):
         return False
-    if OWNER_HASH_KEY in payload:
-        return payload[OWNER_HASH_KEY] == owner_hash(str(pid), payload)
-    return set(payload) == _LEGACY_KEYS
+    return isinstance(payload.get(INGEST_KEY), str) or set(payload) == _LEGACY_KEYS
+
+
+def is_intact(pid: Any, payload: Mapping[str, Any] | None) -> bool:
+    """True when the payload is still what ragqual wrote (its owner hash matches)."""
+    payload = payload or {}
+    return OWNER_HASH_KEY not in payload or payload[OWNER_HASH_KEY] == owner_hash(str(pid), payload)
 
 
 def _payload(chunk: Any, source: str, stamp: Mapping[str, Any]) -> dict[str, Any]:

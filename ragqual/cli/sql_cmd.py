@@ -20,7 +20,7 @@ import pandas as pd
 
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
-from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, QueryStream, open_query
+from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, open_query
 
 
 @click.command("sql")

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 from sqlalchemy import Engine, bindparam, text
-from sqlalchemy.engine import make_url
 
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError

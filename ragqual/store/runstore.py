@@ -110,6 +110,13 @@ def _with_seal_head(detail: str | None, head: str | None) -> str:
     return json.dumps({**body, "seal_head": head}, sort_keys=True)
 
 
+def _output_cap_columns(rec: TrialRecord) -> dict[str, Any]:
+    """The output-cap columns (migration 0006), only when the trial carries them."""
+    if rec.raw_output_bytes is None:
+        return {}
+    return {"raw_output_bytes": rec.raw_output_bytes, "output_truncated": rec.output_truncated}
+
+
 def _is_locked(exc: OperationalError) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database table is locked" in text or "busy" in text
@@ -341,8 +348,7 @@ class RunStore:
                     cache_key=rec.cache_key,
                     cache_hit=rec.cache_hit,
                     created_at=now,
-                    raw_output_bytes=rec.raw_output_bytes,
-                    output_truncated=rec.output_truncated,
+                    **_output_cap_columns(rec),
                 )
                 .returning(Trial.id)
             ).scalar_one()

@@ -22,13 +22,15 @@ from ragqual.adapters.qdrant_store import (
     TAG_KEY,
     EvalIndex,
     Hit,
+    is_intact,
     is_owned,
+    owned_payload,
     owner_hash,
     default_wait_seconds,
     open_qdrant,
     point_id,
 )
-from ragqual.errors import InputError, ServiceUnavailable
+from ragqual.errors import ForeignPoints, InputError, ServiceUnavailable
 from ragqual.pipeline.chunking import Chunk
 
 DIM = 8
@@ -390,3 +392,28 @@ def test_bad_wait_seconds_are_an_input_error(monkeypatch, raw):
     monkeypatch.setenv("RAGQUAL_QDRANT_WAIT", raw)
     with pytest.raises(InputError, match="RAGQUAL_QDRANT_WAIT"):
         default_wait_seconds()
+
+
+def test_only_points_ragqual_wrote_are_its_own():
+    pid = point_id("a#0")
+    written = owned_payload(pid, {TAG_KEY: EVAL_TAG, "chunk_id": "a#0", "doc_id": "a", INGEST_KEY: "f" * 32})
+    assert is_owned(pid, written) and is_intact(pid, written)
+    edited = {**written, "source": "/elsewhere"}
+    assert is_owned(pid, edited) and not is_intact(pid, edited)  # still ragqual's: rebuilt, with a warning
+    assert not is_owned(7, written)  # someone else's id
+    assert not is_owned(pid, {**written, TAG_KEY: ["x", EVAL_TAG]})  # the tag inside a list
+    assert not is_owned(pid, {TAG_KEY: EVAL_TAG, "chunk_id": "a#0"})  # neither an ingest id nor the old keys
+    assert not is_owned(point_id("b#0"), written)  # an id that is not the chunk's
+
+
+def test_reset_refuses_foreign_tagged_points_and_deletes_nothing(client):
+    index = EvalIndex(client, COLLECTION, DIM)
+    index.ensure_collection()
+    index.add([chunk("a", 0)], unit(1)[None, :], ["/c/a.md"])
+    client.upsert(COLLECTION, points=[
+        models.PointStruct(id=11, vector=unit(1).tolist(), payload={TAG_KEY: EVAL_TAG, "mine": 1}),
+        models.PointStruct(id=12, vector=unit(1).tolist(), payload={TAG_KEY: ["kb", EVAL_TAG]}),
+    ])
+    with pytest.raises(ForeignPoints, match=r"holds 2 point\(s\) .* 11, 12\. ragqual deletes only its own"):
+        index.reset()
+    assert client.count(COLLECTION).count == 3

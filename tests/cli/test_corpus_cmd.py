@@ -13,7 +13,7 @@ import pytest
 from qdrant_client.http import models
 from sqlalchemy import create_engine, select
 
-from ragqual.adapters.qdrant_store import EVAL_TAG, TAG_KEY, open_qdrant, owned_payload, point_id
+from ragqual.adapters.qdrant_store import EVAL_TAG, INGEST_KEY, TAG_KEY, open_qdrant, owned_payload, point_id
 from ragqual.cli.main import main
 from ragqual.core.corpus import is_corpus_note
 
@@ -215,7 +215,7 @@ def test_reset_keeps_the_users_points(project, capsys):
         client.create_collection("ragqual_kb", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
         vectors = np.random.default_rng(1).normal(size=(5, 384))
         client.upsert("ragqual_kb", points=[models.PointStruct(id=i, vector=v.tolist(), payload={"n": i}) for i, v in enumerate(vectors)])
-        eval_point = {TAG_KEY: EVAL_TAG, "doc_id": "radio", "chunk_id": "radio#0", "source": "/x"}
+        eval_point = {TAG_KEY: EVAL_TAG, "doc_id": "radio", "chunk_id": "radio#0", "source": "/x", INGEST_KEY: "0" * 32}
         written = owned_payload(point_id("radio#0"), eval_point)  # as ragqual writes its own points
         client.upsert("ragqual_kb", points=[models.PointStruct(id=point_id("radio#0"), vector=vectors[0].tolist(), payload=written)])
     finally:
