@@ -77,6 +77,9 @@ def resolve_source_in_corpus(source: str, corpus_dir: str | os.PathLike[str]) ->
     """
     if not source:
         return None
+    shared = _shared_file_document(source, corpus_dir)
+    if shared is not None:
+        return shared
     try:
         root = Path(corpus_dir).resolve(strict=True)
         target = Path(source).resolve(strict=True)
@@ -86,6 +89,26 @@ def resolve_source_in_corpus(source: str, corpus_dir: str | os.PathLike[str]) ->
     if target.parent != root or not regular or is_corpus_note(target.name):
         return None
     return doc_id_for(target.name)
+
+
+def shared_file_source(path: str | os.PathLike[str], doc_id: str) -> str:
+    """The `source` of a document that shares its file with others (a BEIR or TREC collection)."""
+    return f"{path}#{doc_id}"
+
+
+def _shared_file_document(source: str, corpus_dir: str | os.PathLike[str]) -> str | None:
+    """The doc id of a `<file>#<doc id>` source whose file is a collection file inside the corpus
+    folder (at any depth, never a `.md` document); None for any other source."""
+    path, sep, doc_id = source.rpartition("#")
+    if not sep or not doc_id or "/" in doc_id or path.endswith(DOC_SUFFIX):
+        return None
+    try:
+        root = Path(corpus_dir).resolve(strict=True)
+        target = Path(path).resolve(strict=True)
+        regular = stat.S_ISREG(target.stat().st_mode)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return doc_id if regular and target.is_relative_to(root) and target != root else None
 
 
 def display_path(path: str | os.PathLike[str]) -> str:

@@ -30,6 +30,7 @@ import click
 from ragqual.cli.context import AppContext
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
+from ragqual.errors import InputError
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, chunk_corpus
 
 if TYPE_CHECKING:  # the heavy modules load only when a command needs them
@@ -100,7 +101,17 @@ class CorpusContext:
     collection: str
     qdrant_url: str | None
     qdrant_path: Path
+    layout: str = "ragqual"  # of the goldens: "ragqual", "beir" or "trec" (adapters.collection_files)
+    bm25_stem: bool = False  # English stemming in BM25 (set by `ragqual retrieval`)
     _open: dict[str, Any] = field(default_factory=dict)
+
+    def require_expectations(self, tier: str = "the generation tier") -> None:
+        """Refuse (exit 2) when the goldens have relevance judgements only (a BEIR or TREC collection)."""
+        if self.layout != "ragqual":
+            raise InputError(
+                f"{tier} needs goldens with answer expectations (mustInclude / mustNotInclude / expectRefusal); "
+                f"{self.goldens_dir} holds relevance judgements only ({self.layout} layout): run `ragqual retrieval` on it"
+            )
 
     # -- lazily built --------------------------------------------------------------
     @property
@@ -236,7 +247,7 @@ def load_corpus_context(
     app: AppContext, opts: CorpusOptions, *, with_corpus: bool = True, with_goldens: bool = True,
 ) -> CorpusContext:
     """Resolve the settings and read (and validate) the corpus and goldens; exit 2 on bad input."""
-    from ragqual.adapters.files import read_corpus_and_goldens, read_corpus_dir
+    from ragqual.adapters.collection_files import RAGQUAL, read_any
 
     settings = app.settings
     corpus_dir = settings.path("corpus", opts.corpus)
@@ -244,10 +255,10 @@ def load_corpus_context(
     chunk_config = _chunk_config(settings.values, opts)  # checked before any file is read
     documents: list[Document] = []
     goldens: list[Golden] = []
-    if with_goldens:
-        documents, goldens = read_corpus_and_goldens(corpus_dir, goldens_dir)
-    elif with_corpus:
-        documents = read_corpus_dir(corpus_dir)
+    layout = RAGQUAL
+    if with_goldens or with_corpus:
+        loaded = read_any(corpus_dir, goldens_dir if with_goldens else None)
+        documents, goldens, layout = loaded.documents, loaded.goldens, loaded.goldens_layout
     return CorpusContext(
         app=app,
         corpus_dir=corpus_dir,
@@ -259,6 +270,7 @@ def load_corpus_context(
         collection=_pick(opts.collection, settings.values, "collection"),
         qdrant_url=settings.qdrant_url(opts.qdrant_url),
         qdrant_path=settings.qdrant_path(),
+        layout=layout,
     )
 
 

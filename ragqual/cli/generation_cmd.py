@@ -201,6 +201,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, m
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge."""
     config = RetrievalConfig(strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold)
     with load_corpus_context(app, corpus_opts) as corpus:
+        corpus.require_expectations()
         goldens = pick_goldens(corpus, tags, case_ids, split, limit)
         result = run_generation(app, corpus, goldens, models=models, modes=parse_modes(modes, all_modes),
                                 repeats=repeats, config=config,

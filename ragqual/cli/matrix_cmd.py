@@ -44,6 +44,7 @@ def matrix_cmd(app: AppContext, corpus_opts, models, limit, all_modes, repeats, 
     uris = [m.strip() for m in models.split(",") if m.strip()]
     modes = list(MODES) if all_modes else ["e2e"]
     with load_corpus_context(app, corpus_opts) as corpus:
+        corpus.require_expectations()
         goldens = pick_goldens(corpus, (), (), None, limit)
         result = run_generation(app, corpus, goldens, models=uris, modes=modes, repeats=repeats,
                                 config=RetrievalConfig(), options=sampling_options(0.0, 42, None, num_predict),

@@ -29,6 +29,11 @@ from ragqual.pipeline.retrieval_tier import HEADLINE, TierResult, quality_sectio
 from ragqual.store.records import RetrievalRow
 
 SUBJECT = "rag"
+STANDARD_CANDIDATE_K = 1000  # trec_eval's depth: MAP and nDCG as published for standard collections
+
+
+def _default(flag: bool | None, otherwise: bool) -> bool:
+    return otherwise if flag is None else flag
 
 
 @dataclass
@@ -52,7 +57,7 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
         loading.join()
     ensure_ingested(corpus)
     return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
-                     memo=corpus.search_cache())
+                     memo=corpus.search_cache(), stem=corpus.bm25_stem)
 
 
 def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
@@ -86,9 +91,16 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
         "timings": {name: timing_section(r) for name, r in results.items()},
         "run": {"run_id": run_id, "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
                 "corpus_fingerprint": corpus.fingerprint, "dataset_hash": provenance.dataset_hash,
-                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus)},
+                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus), **_layout(corpus)},
     }
     return RetrievalOutcome(run_id, results, report)
+
+
+def _layout(corpus: CorpusContext) -> dict[str, object]:
+    """What a standard collection run adds to the report's run section (nothing for the bundled format)."""
+    if corpus.layout == "ragqual" and not corpus.bm25_stem:
+        return {}
+    return {"goldens_layout": corpus.layout, "bm25_stemming": corpus.bm25_stem}
 
 
 def _reuse(corpus: CorpusContext) -> dict[str, int] | None:
@@ -151,21 +163,25 @@ def retrieval_configs(strategies: Sequence[str], **params) -> dict[str, Retrieva
 @click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable).")
 @click.option("--split", type=click.Choice(["validation", "test"]), default=None, help="Only goldens of this split.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
-@click.option("--candidate-k", type=click.IntRange(min=1), default=20, show_default=True, help="Candidates each retriever returns.")
+@click.option("--candidate-k", type=click.IntRange(min=1), default=None, help="Candidates each retriever returns [default: 20; 1000 on a BEIR/TREC collection].")
 @click.option("--context-k", type=click.IntRange(min=1), default=5, show_default=True, help="Chunks that reach the context.")
 @click.option("--rrf-k", type=click.IntRange(min=1), default=60, show_default=True, help="Reciprocal rank fusion constant.")
-@click.option("--no-expand", is_flag=True, help="Switch acronym expansion off.")
-@click.option("--no-rerank", is_flag=True, help="Switch the lexical rerank stage off.")
+@click.option("--expand/--no-expand", default=None, help="Acronym expansion [default: on; off on a BEIR/TREC collection].")
+@click.option("--rerank/--no-rerank", default=None, help="The lexical rerank stage [default: on; off on a BEIR/TREC collection].")
+@click.option("--stem/--no-stem", default=None, help="English stemming for BM25 [default: off; on on a BEIR/TREC collection].")
 @click.option("--verbose", "show_misses", is_flag=True, help="List every miss and what was retrieved instead.")
 @click.option("--report", "write", is_flag=True, help="Write JSON + Markdown under eval-results/reports/.")
 @click.option("--export-trec", type=click.Path(path_type=Path, file_okay=False), default=None, help="Write qrels and TREC runs to DIR.")
 @click.pass_obj
 def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, tags, split, limit, candidate_k,
-                  context_k, rrf_k, no_expand, no_rerank, show_misses, write, export_trec) -> None:
+                  context_k, rrf_k, expand, rerank, stem, show_misses, write, export_trec) -> None:
     """Run the retrieval tier: no chat model, deterministic, seconds."""
-    params = dict(threshold=threshold, candidate_k=candidate_k, context_k=context_k, rrf_k=rrf_k,
-                  expand_acronyms=not no_expand, rerank=not no_rerank)
     with load_corpus_context(app, corpus_opts) as corpus:
+        standard = corpus.layout != "ragqual"
+        corpus.bm25_stem = _default(stem, standard)
+        params = dict(threshold=threshold, candidate_k=candidate_k or (STANDARD_CANDIDATE_K if standard else 20),
+                      context_k=context_k, rrf_k=rrf_k, expand_acronyms=_default(expand, not standard),
+                      rerank=_default(rerank, not standard))
         goldens = select(corpus.goldens, tags=tags or None, split=split, limit=limit)
         if not goldens:
             raise InputError("no golden question matches the filters")

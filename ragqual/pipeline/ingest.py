@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ragqual.adapters.embedders import Embedder
-from ragqual.adapters.files import display_path, resolve_source_in_corpus
+from ragqual.adapters.files import display_path, resolve_source_in_corpus, shared_file_source
 from ragqual.adapters.qdrant_store import EvalIndex, Manifest
 from ragqual.core.corpus import Document
 from ragqual.core.fingerprint import corpus_fingerprint
@@ -73,7 +73,8 @@ def fingerprint_of(documents: Sequence[Document], chunk_config: ChunkConfig, emb
 def source_paths(documents: Sequence[Document], corpus_dir: str | os.PathLike[str]) -> dict[str, str]:
     """doc id -> absolute path of its file; every one must pass the leak guard's own test."""
     root = Path(corpus_dir).resolve()
-    paths = {d.doc_id: str(root / d.filename) for d in documents}
+    paths = {d.doc_id: shared_file_source(root / d.container, d.doc_id) if d.container else str(root / d.filename)
+             for d in documents}
     wrong = [doc_id for doc_id, path in paths.items() if resolve_source_in_corpus(path, root) != doc_id]
     if wrong:
         raise InputError(

@@ -105,11 +105,29 @@ class ResultMemo(Protocol):
 BM25_STOPWORDS = "en"
 
 
-def bm25_scope(chunks: Sequence[Chunk], bm25s_version: str) -> str:
+BM25_STEMMER = "english"  # Snowball (PyStemmer), used when a Retriever is built with stem=True
+
+
+def bm25_scope(chunks: Sequence[Chunk], bm25s_version: str, stem: bool = False) -> str:
     """Everything a BM25 ranking depends on besides the query and k."""
-    return sha256_hex(canonical_json({
+    scope: dict[str, Any] = {
         "bm25s": bm25s_version, "stopwords": BM25_STOPWORDS, "chunks": [[c.chunk_id, c.text] for c in chunks],
-    }))
+    }
+    if stem:
+        scope["stemmer"] = BM25_STEMMER
+    return sha256_hex(canonical_json(scope))
+
+
+def bm25_tokenize(texts: list[str], stem: bool = False) -> Any:
+    """bm25s tokens with English stopwords removed, and Snowball English stems when `stem`."""
+    import bm25s
+
+    stemmer = None
+    if stem:
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer(BM25_STEMMER)
+    return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, stemmer=stemmer, show_progress=False)
 
 
 def _valid_ranking(value: Any) -> bool:
@@ -160,8 +178,9 @@ class Retriever:
 
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
                  embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path,
-                 memo: ResultMemo | None = None):
+                 memo: ResultMemo | None = None, stem: bool = False):
         self.corpus_dir = corpus_dir
+        self.stem = stem
         self.chunks = {c.chunk_id: c for c in chunks}
         self.order = [c.chunk_id for c in chunks]
         self.texts = {c.chunk_id: c.text for c in chunks}
@@ -183,7 +202,7 @@ class Retriever:
         if memo is not None:
             from ragqual.adapters.search_cache import package_version
 
-            self._bm25_scope = bm25_scope(chunks, package_version("bm25s"))
+            self._bm25_scope = bm25_scope(chunks, package_version("bm25s"), stem)
 
     @property
     def bm25(self) -> Any:
@@ -196,11 +215,8 @@ class Retriever:
             self._bm25_index.index(self._tokenize([self.texts[cid] for cid in self.order]), show_progress=False)
         return self._bm25_index
 
-    @staticmethod
-    def _tokenize(texts: list[str]):
-        import bm25s
-
-        return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, show_progress=False)
+    def _tokenize(self, texts: list[str]) -> Any:
+        return bm25_tokenize(texts, self.stem)
 
     def _query_text(self, raw_query: str, config: RetrievalConfig) -> str:
         return expand_acronyms(raw_query) if config.expand_acronyms else raw_query
