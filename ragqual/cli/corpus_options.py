@@ -43,6 +43,26 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from ragqual.pipeline.retrieval import DenseIndex
 
 API_KEY_ENV = "QDRANT_API_KEY"
+ENGINE_ENV = "RAGQUAL_EMBEDDED_ENGINE"
+EDGE, LOCAL = "edge", "local"
+EDGE_FOLDER = "qdrant-edge"
+
+
+def embedded_engine(settings: Any) -> str:
+    """The embedded engine: RAGQUAL_EMBEDDED_ENGINE (edge | local), else qdrant-edge, except that a
+    project whose only embedded store is a qdrant-client local-mode folder keeps using it until
+    `ragqual corpus migrate` moves it."""
+    raw = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if raw in (EDGE, LOCAL):
+        return raw
+    if raw:
+        raise InputError(f"{ENGINE_ENV} must be 'edge' or 'local', got {raw!r}")
+    legacy = (settings.qdrant_path() / "meta.json").is_file()
+    return LOCAL if legacy and not (settings.results_dir / EDGE_FOLDER).exists() else EDGE
+
+
+def embedded_path(settings: Any, engine: str) -> Path:
+    return settings.results_dir / EDGE_FOLDER if engine == EDGE else settings.qdrant_path()
 
 
 @dataclass(frozen=True)
@@ -101,6 +121,7 @@ class CorpusContext:
     collection: str
     qdrant_url: str | None
     qdrant_path: Path
+    engine: str = "local"  # the embedded engine: "edge" (qdrant-edge) or "local" (qdrant-client's local mode)
     layout: str = "ragqual"  # of the goldens: "ragqual", "beir" or "trec" (adapters.collection_files)
     bm25_stem: bool = False  # English stemming in BM25 (set by `ragqual retrieval`)
     _open: dict[str, Any] = field(default_factory=dict)
@@ -169,13 +190,20 @@ class CorpusContext:
 
     def store_exists(self) -> bool:
         """False when the embedded folder was never created (so reading it would only create it)."""
-        return bool(self.qdrant_url) or (self.qdrant_path / "meta.json").is_file()
+        if self.qdrant_url:
+            return True
+        return self.qdrant_path.is_dir() if self.engine == EDGE else (self.qdrant_path / "meta.json").is_file()
 
     def client(self) -> QdrantClient:
         if "client" not in self._open:
-            from ragqual.adapters.qdrant_store import open_qdrant
+            if self.engine == EDGE and not self.qdrant_url:
+                from ragqual.adapters.qdrant_edge_store import open_edge
 
-            self._open["client"] = open_qdrant(self.qdrant_path, self.qdrant_url, os.environ.get(API_KEY_ENV))
+                self._open["client"] = open_edge(self.qdrant_path)
+            else:
+                from ragqual.adapters.qdrant_store import open_qdrant
+
+                self._open["client"] = open_qdrant(self.qdrant_path, self.qdrant_url, os.environ.get(API_KEY_ENV))
         return self._open["client"]
 
     @property
@@ -205,7 +233,13 @@ class CorpusContext:
             return None
         from ragqual.adapters.search_cache import embedded_state, index_scope
 
-        state = embedded_state(self.qdrant_path, self.collection)
+        if self.engine == EDGE:
+            from ragqual.adapters.edge_state import edge_state
+
+            edge = edge_state(self.qdrant_path, self.collection)
+            state = None if edge is None else f"edge:{edge}"
+        else:
+            state = embedded_state(self.qdrant_path, self.collection)
         return None if state is None else index_scope(state, self.collection, self.fingerprint)
 
     def dense_index(self) -> DenseIndex:
@@ -256,6 +290,7 @@ def load_corpus_context(
     documents: list[Document] = []
     goldens: list[Golden] = []
     layout = RAGQUAL
+    engine = embedded_engine(settings)
     if with_goldens or with_corpus:
         loaded = read_any(corpus_dir, goldens_dir if with_goldens else None)
         documents, goldens, layout = loaded.documents, loaded.goldens, loaded.goldens_layout
@@ -269,7 +304,8 @@ def load_corpus_context(
         embedder_uri=_pick(opts.embedder, settings.values, "embedder"),
         collection=_pick(opts.collection, settings.values, "collection"),
         qdrant_url=settings.qdrant_url(opts.qdrant_url),
-        qdrant_path=settings.qdrant_path(),
+        qdrant_path=embedded_path(settings, engine),
+        engine=engine,
         layout=layout,
     )
 

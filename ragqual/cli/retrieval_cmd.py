@@ -18,10 +18,12 @@ from ragqual.cli.corpus_options import (
     index_known_current,
     load_corpus_context,
     preload,
+    show_progress,
 )
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.errors import InputError
+from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
 from ragqual.pipeline.report import metric_table, quality_markdown, render_json, write_report
 from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
@@ -52,7 +54,8 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
     """
     loading = None if index_known_current(corpus) else preload(["ragqual.pipeline.ingest", "bm25s"])
     chunks = corpus.chunks
-    vectors = corpus.embedder.embed([embed_text_for_chunk(c, corpus.chunk_config) for c in chunks])
+    texts = [embed_text_for_chunk(c, corpus.chunk_config) for c in chunks]
+    vectors = embed_in_batches(texts, corpus.embedder, progress=show_progress(corpus.app))
     if loading is not None:
         loading.join()
     ensure_ingested(corpus)

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from qdrant_client import QdrantClient
+
+from ragqual.adapters.qdrant_edge_store import open_edge
 
 from tests.cli.conftest import invoke
 
@@ -61,7 +62,7 @@ def _main(capsys, *args: str) -> tuple[int, str]:
 
 def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tmp_path, capsys):
     assert invoke("retrieval").exit_code == 0
-    client = QdrantClient(path=str(workdir / "eval-results" / "qdrant"))
+    client = open_edge(workdir / "eval-results" / "qdrant-edge")
     points, _ = client.scroll("ragqual_kb", limit=100, with_payload=True)
     target = next(p for p in points if p.payload["doc_id"] == "larchwood-cabin-field-manual")
     stranger = tmp_path / "notes.md"
