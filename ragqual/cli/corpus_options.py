@@ -15,6 +15,7 @@ only when a command touches `embedder`, `fingerprint` or `index`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -124,6 +125,7 @@ class CorpusContext:
     engine: str = "local"  # the embedded engine: "edge" (qdrant-edge) or "local" (qdrant-client's local mode)
     layout: str = "ragqual"  # of the goldens: "ragqual", "beir" or "trec" (adapters.collection_files)
     bm25_stem: bool = False  # English stemming in BM25 (set by `ragqual retrieval`)
+    distractor_dir: Path | None = None  # where the distractor documents among `documents` come from
     _open: dict[str, Any] = field(default_factory=dict)
 
     def require_expectations(self, tier: str = "the generation tier") -> None:
@@ -178,7 +180,7 @@ class CorpusContext:
         """doc id -> absolute path of the document's file (what ingest stores as `source`)."""
         from ragqual.pipeline.ingest import source_paths
 
-        return source_paths(self.documents, self.corpus_dir)
+        return source_paths(self.documents, self.corpus_dir, self.distractor_dir)
 
     @property
     def location(self) -> str:
@@ -269,6 +271,15 @@ class CorpusContext:
         if client is not None:
             client.close()
         self._open.clear()
+
+    def with_distractors(self, folder: Path) -> CorpusContext:
+        """A closed copy of this context whose corpus also holds the documents of `folder` (any
+        layout) as distractors; close this one first: only one client may hold the embedded store."""
+        from ragqual.adapters.collection_files import read_any
+        from ragqual.pipeline.distractors import as_distractors
+
+        extra = as_distractors(read_any(folder, None).documents)
+        return dataclasses.replace(self, documents=[*self.documents, *extra], distractor_dir=Path(folder), _open={})
 
     def __enter__(self) -> CorpusContext:
         return self
@@ -370,7 +381,8 @@ def ensure_ingested(corpus: CorpusContext, *, progress: bool | None = None) -> I
 
     cache = corpus.search_cache()
     bar = show_progress(corpus.app) if progress is None else progress
-    report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar)
+    report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar,
+                               distractor_dir=corpus.distractor_dir)
     if cache is not None and (scope := corpus.index_scope()) is not None:
         cache.mark_verified(scope)
     if report is not None:

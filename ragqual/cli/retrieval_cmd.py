@@ -25,7 +25,7 @@ from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.errors import InputError
 from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
-from ragqual.pipeline.report import metric_table, quality_markdown, render_json, write_report
+from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json, write_report
 from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
 from ragqual.pipeline.retrieval_tier import HEADLINE, TierResult, quality_section, run_tier, timing_section
 from ragqual.store.records import RetrievalRow
@@ -60,7 +60,7 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
         loading.join()
     ensure_ingested(corpus)
     return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
-                     memo=corpus.search_cache(), stem=corpus.bm25_stem)
+                     memo=corpus.search_cache(), stem=corpus.bm25_stem, distractor_dir=corpus.distractor_dir)
 
 
 def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
@@ -175,9 +175,11 @@ def retrieval_configs(strategies: Sequence[str], **params) -> dict[str, Retrieva
 @click.option("--verbose", "show_misses", is_flag=True, help="List every miss and what was retrieved instead.")
 @click.option("--report", "write", is_flag=True, help="Write JSON + Markdown under eval-results/reports/.")
 @click.option("--export-trec", type=click.Path(path_type=Path, file_okay=False), default=None, help="Write qrels and TREC runs to DIR.")
+@click.option("--distractors", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
+              help="Also run with the documents of PATH (any corpus layout) in the index, never relevant; prints both side by side.")
 @click.pass_obj
 def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, tags, split, limit, candidate_k,
-                  context_k, rrf_k, expand, rerank, stem, show_misses, write, export_trec) -> None:
+                  context_k, rrf_k, expand, rerank, stem, show_misses, write, export_trec, distractors) -> None:
     """Run the retrieval tier: no chat model, deterministic, seconds."""
     with load_corpus_context(app, corpus_opts) as corpus:
         standard = corpus.layout != "ragqual"
@@ -193,6 +195,8 @@ def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, t
             base = next(iter(configs.values())) if strategies else RetrievalConfig(strategy="hybrid", **params)
             configs = ablation_configs(base)
         outcome = run_retrieval(app, corpus, goldens, configs)
+        if distractors is not None:
+            outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, distractors)
         _print(app, outcome, ablate, show_misses)
         if write:
             paths = write_report(outcome.report, app.settings.results_dir / "reports", f"retrieval-run{outcome.run_id}")
@@ -200,6 +204,33 @@ def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, t
         if export_trec is not None:
             for path in write_trec_files(export_trec, goldens, outcome.results):
                 click.echo(f"wrote {path}", err=True)
+
+
+def with_distractors_side_by_side(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
+                                  configs: dict[str, RetrievalConfig], plain: RetrievalOutcome, folder: Path) -> RetrievalOutcome:
+    """Run the same configurations again with `folder`'s documents in the index as distractors (a second
+    run in the history, its own ingest); the plain outcome gains a `distractors` section side by side."""
+    corpus.close()  # one client at a time may hold the embedded store
+    with corpus.with_distractors(folder) as crowded:
+        other = run_retrieval(app, crowded, goldens, configs)
+        added = len(crowded.documents) - len(corpus.documents)
+    plain.report["distractors"] = {
+        "folder": str(folder), "documents": added, "run_id": other.run_id,
+        "overall": {name: {"without": plain.report["quality"][name]["overall"], "with": q["overall"]}
+                    for name, q in other.report["quality"].items()},
+    }
+    return plain
+
+
+def distractor_table(section: dict) -> str:
+    """Each strategy's headline metrics without and with the distractors, and the change."""
+    rows: dict[str, dict] = {}
+    for name, pair in section["overall"].items():
+        columns = headline_for([pair["without"]])
+        rows[f"{name} without"] = {k: pair["without"].get(k) for k in [*columns, "questions"]}
+        rows[f"{name} with"] = {k: pair["with"].get(k) for k in [*columns, "questions"]}
+        rows[f"  Δ {name}"] = {k: _delta(pair["with"].get(k), pair["without"].get(k)) for k in columns}
+    return metric_table(rows, columns, first="strategy")
 
 
 def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses: bool) -> None:
@@ -210,6 +241,10 @@ def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses
         click.echo(ablation_table(outcome.results))
     else:
         click.echo(quality_markdown(outcome.report["quality"]).strip())
+    if "distractors" in outcome.report:
+        section = outcome.report["distractors"]
+        click.echo(f"\n### With {section['documents']} distractor documents from {section['folder']} (run {section['run_id']})\n")
+        click.echo(distractor_table(section))
     if show_misses:
         for name, quality in outcome.report["quality"].items():
             for miss in quality["misses"]:

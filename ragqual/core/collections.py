@@ -15,7 +15,7 @@ TREC:  documents      <DOC><DOCNO> d1 </DOCNO> text </DOC>  (many per file; othe
 Relevance is a label of 1 or more; judgements of 0 (or less) are kept out of the goldens, and a
 query with no relevant document is not a golden (trec_eval scores such a query 0 only when it is
 in the qrels; ragqual exports only the goldens' qrels, so both tools see the same queries).
-Document ids are taken verbatim; they may not contain white space (TREC files split on it) or '#'.
+Document ids are taken verbatim; they may not contain white space (TREC files split on it), '#' or '/'.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def _check_id(value: str, what: str, name: str, line: int) -> Issue | None:
         return Issue(name, line, f"empty {what}")
     if _ID.fullmatch(value) is None:
         return Issue(name, line, f"{what} {value!r} contains white space")
-    if "#" in value:
-        return Issue(name, line, f"{what} {value!r} contains '#', which ragqual uses to join a file and a document id")
+    if "#" in value or "/" in value:
+        return Issue(name, line, f"{what} {value!r} contains '#' or '/', which ragqual uses to join a file and a document id")
     return None
 
 

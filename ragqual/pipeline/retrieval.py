@@ -19,7 +19,7 @@ import numpy as np
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.errors import InputError, LeakDetected
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
-from ragqual.pipeline.leak_guard import check_hits
+from ragqual.pipeline.distractors import check_hits_in
 from ragqual.pipeline.query import expand_acronyms
 
 STRATEGIES = ("dense", "bm25", "hybrid")
@@ -178,8 +178,9 @@ class Retriever:
 
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
                  embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path,
-                 memo: ResultMemo | None = None, stem: bool = False):
+                 memo: ResultMemo | None = None, stem: bool = False, distractor_dir: Path | None = None):
         self.corpus_dir = corpus_dir
+        self.distractor_dir = distractor_dir
         self.stem = stem
         self.chunks = {c.chunk_id: c for c in chunks}
         self.order = [c.chunk_id for c in chunks]
@@ -252,7 +253,7 @@ class Retriever:
 
     def _accept(self, hits: Sequence[Any]) -> dict[str, float]:
         fresh = [h for h in hits if (h.chunk_id, h.source) not in self._verified]
-        check_hits(fresh, self.corpus_dir)  # a chunk from outside the corpus stops the run
+        check_hits_in(fresh, self.corpus_dir, self.distractor_dir)  # a chunk from outside the corpus stops the run
         self._verified.update((h.chunk_id, h.source) for h in fresh)
         for hit in hits:
             self.sources[hit.chunk_id] = hit.source

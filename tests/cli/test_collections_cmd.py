@@ -121,3 +121,22 @@ def test_a_broken_collection_is_refused_with_every_problem_and_nothing_written(t
     assert "trec/docs/part2:1: document id '11' is also used at" in err
     assert "trec/qrels.txt:2: qrels name document '404'" in err
     assert not (tmp_path / "eval-results").exists()
+
+
+def test_distractors_run_side_by_side_and_only_push_relevant_documents_down(workdir, tmp_path, capsys):
+    folder = make_trec(tmp_path / "distractors")
+    copy = (workdir / "corpus" / "water-boiling.md").read_text(encoding="utf-8").replace("<", " ")
+    (folder / "docs" / "copies").write_text(f"<DOC>\n<DOCNO>boil-copy</DOCNO>\n{copy}\n</DOC>\n", encoding="utf-8")
+    code, stdout, err = _main(capsys, "--json", "retrieval", "--strategy", "dense", "--distractors", str(folder))
+    assert code == 0, err
+    section = json.loads(stdout)["distractors"]
+    assert section["documents"] == 3 and section["run_id"] == json.loads(stdout)["run"]["run_id"] + 1
+    without, with_ = section["overall"]["dense"]["without"], section["overall"]["dense"]["with"]
+    assert without["questions"] == with_["questions"]
+    for metric in ("recall@1", "mrr", "ndcg@10"):  # exact search: added documents can only push relevant ones down
+        assert with_[metric] <= without[metric]
+    assert with_["mrr"] < without["mrr"]  # the copy of a relevant document outranks or ties it somewhere
+
+    code, stdout, err = _main(capsys, "retrieval", "--strategy", "dense", "--distractors", str(folder))
+    assert code == 0, err
+    assert "dense without" in stdout and "dense with" in stdout and "Δ dense" in stdout

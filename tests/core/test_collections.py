@@ -28,13 +28,13 @@ def test_beir_corpus_joins_title_and_text_and_names_its_file():
 
 def test_beir_corpus_reports_every_bad_line():
     data = _jsonl({"_id": "a", "text": ""}, "{not json", {"text": "no id"}, {"_id": "b c", "text": "x"},
-                  {"_id": 7, "text": "x"}, {"_id": "ok", "text": "fine"}, {"_id": "h#1", "text": "x"})
+                  {"_id": 7, "text": "x"}, {"_id": "ok", "text": "fine"}, {"_id": "h#1", "text": "x"}, {"_id": "a/b", "text": "x"})
     parsed = col.parse_beir_corpus("corpus.jsonl", data, "corpus.jsonl")
     lines = [i.line for i in parsed.issues]
-    assert lines == [1, 2, 3, 4, 5, 7]
+    assert lines == [1, 2, 3, 4, 5, 7, 8]
     assert [d.doc_id for d, _, _ in parsed.documents] == ["ok"]
     assert "empty title and text" in parsed.issues[0].message
-    assert "white space" in parsed.issues[3].message and "'#'" in parsed.issues[5].message
+    assert "white space" in parsed.issues[3].message and "'#' or '/'" in parsed.issues[5].message
 
 
 def test_bad_encoding_names_the_line():
