@@ -110,25 +110,31 @@ def pct(values: list[float], p: float) -> float:
     return float(np.percentile(values, p))
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def vaswani(engine: str) -> None:
     """Wall time and peak memory of `ragqual retrieval` on the shipped Vaswani collection in a fresh project:
     cold (empty embedding and search caches: embed, ingest, search), then warm (everything cached)."""
     repo = Path(__file__).resolve().parents[1]
     collection = repo / "datasets" / "vaswani-npl"
-    print(f"| Vaswani ({engine}) | wall s | peak RSS MB | load avg |")
-    print("|---|---|---|---|")
+    print(f"| Vaswani ({engine}) | wall s | CPU s | peak RSS MB | load avg |")
+    print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="ragqual-bench-vaswani-") as scratch:
         env = {**os.environ, "RAGQUAL_CACHE_DIR": str(Path(scratch) / "cache"), "RAGQUAL_EMBEDDED_ENGINE": engine}
         env.pop("RAGQUAL_DB", None)
         for label in ("cold", "warm"):
-            started = time.perf_counter()
+            started, cpu_before = time.perf_counter(), _children_cpu()
             done = subprocess.run([sys.executable, "-m", "ragqual", "--json", "retrieval", "--corpus", str(collection),
                                    "--goldens", str(collection)], cwd=scratch, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - started
             if done.returncode != 0:
                 raise SystemExit(done.stderr)
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-            print(f"| {label} (dense + bm25 + hybrid) | {wall:.1f} | {peak:.0f} | {os.getloadavg()[0]:.2f} |", flush=True)
+            cpu = _children_cpu() - cpu_before
+            print(f"| {label} (dense + bm25 + hybrid) | {wall:.1f} | {cpu:.1f} | {peak:.0f} | {os.getloadavg()[0]:.2f} |", flush=True)
             overall = {k: v["overall"] for k, v in json.loads(done.stdout)["quality"].items()}
         print("\n| strategy | MAP | nDCG | nDCG@10 | recall@5 | recall@100 | MRR |\n|---|---|---|---|---|---|---|")
         for name, o in overall.items():
