@@ -102,13 +102,41 @@ def _shared_file_document(source: str, corpus_dir: str | os.PathLike[str]) -> st
     path, sep, doc_id = source.rpartition("#")
     if not sep or not doc_id or "/" in doc_id or path.endswith(DOC_SUFFIX):
         return None
+    return doc_id if _collection_file_inside(path, os.fspath(corpus_dir)) else None
+
+
+_INSIDE: dict[tuple[str, str], tuple[tuple[int, int, int], tuple[int, int, int], bool]] = {}
+
+
+def _collection_file_inside(path: str, corpus_dir: str) -> bool:
+    """True when `path` resolves to a regular file inside the resolved `corpus_dir`.
+
+    Thousands of retrieved chunks share one collection file, so the verdict is kept per
+    (path, folder) and reused while both still stat the same (device, inode, mtime): resolving
+    every path again cost seconds on the Vaswani tier.
+    """
+    try:
+        now = (_identity(path), _identity(corpus_dir))
+    except (OSError, ValueError):
+        return False
+    known = _INSIDE.get((path, corpus_dir))
+    if known is not None and known[:2] == now:
+        return known[2]
     try:
         root = Path(corpus_dir).resolve(strict=True)
         target = Path(path).resolve(strict=True)
-        regular = stat.S_ISREG(target.stat().st_mode)
+        inside = stat.S_ISREG(target.stat().st_mode) and target.is_relative_to(root) and target != root
     except (OSError, ValueError, RuntimeError):
-        return None
-    return doc_id if regular and target.is_relative_to(root) and target != root else None
+        return False
+    if len(_INSIDE) > 10_000:
+        _INSIDE.clear()
+    _INSIDE[(path, corpus_dir)] = (*now, inside)
+    return inside
+
+
+def _identity(path: str) -> tuple[int, int, int]:
+    info = os.stat(path)
+    return info.st_dev, info.st_ino, info.st_mtime_ns
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
