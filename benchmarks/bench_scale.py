@@ -48,7 +48,7 @@ def payload(i: int) -> dict:
             "source": f"/corpus/doc-{i}.md", "fingerprint": "f" * 64, "total_chunks": i}
 
 
-def run_edge(n: int, queries: np.ndarray, folder: Path) -> tuple[float, list[float]]:
+def run_edge(n: int, queries: np.ndarray, folder: Path) -> tuple[float, list[float], list[float]]:
     import qdrant_edge as qe
 
     config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine))
@@ -62,18 +62,19 @@ def run_edge(n: int, queries: np.ndarray, folder: Path) -> tuple[float, list[flo
     shard.flush()
     ingest = time.perf_counter() - started
     eval_filter = qe.Filter(must=[qe.FieldCondition(key=TAG_KEY, match=qe.MatchValue(EVAL_TAG))])
-    latencies = []
+    latencies, cpu = [], []
     for q in queries:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         hits = shard.query(qe.QueryRequest(limit=LIMIT, query=qe.Query.Nearest(q.tolist()), filter=eval_filter,
                                            with_payload=True, params=qe.SearchParams(exact=True)))
         latencies.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
         assert len(hits) == LIMIT
     shard.close()
-    return ingest, latencies
+    return ingest, latencies, cpu
 
 
-def run_local(n: int, queries: np.ndarray, folder: Path) -> tuple[float, list[float]]:
+def run_local(n: int, queries: np.ndarray, folder: Path) -> tuple[float, list[float], list[float]]:
     from qdrant_client.http import models
 
     from ragqual.adapters.qdrant_store import EvalIndex, open_qdrant
@@ -87,23 +88,24 @@ def run_local(n: int, queries: np.ndarray, folder: Path) -> tuple[float, list[fl
         points = [models.PointStruct(id=i, vector=data[i].tolist(), payload=payload(i)) for i in range(start, min(n, start + 1024))]
         client.upsert("bench_kb", points=points, wait=True)
     ingest = time.perf_counter() - started
-    latencies = []
+    latencies, cpu = [], []
     for q in queries:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         hits = index.search(q, LIMIT)
         latencies.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
         assert len(hits) == LIMIT
     client.close()
-    return ingest, latencies
+    return ingest, latencies, cpu
 
 
 def child(engine: str, n: int, count: int) -> None:
     queries = vectors(count, 2)
     with tempfile.TemporaryDirectory(prefix="ragqual-bench-scale-") as scratch:
         runner = run_edge if engine == "edge" else run_local
-        ingest, latencies = runner(n, queries, Path(scratch))
+        ingest, latencies, cpu = runner(n, queries, Path(scratch))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"ingest_s": ingest, "latencies": latencies, "peak_mb": peak_mb}))
+    print(json.dumps({"ingest_s": ingest, "latencies": latencies, "cpu": cpu, "peak_mb": peak_mb}))
 
 
 def pct(values: list[float], p: float) -> float:
@@ -161,8 +163,8 @@ def main() -> None:
     names = {"edge": "qdrant-edge (exact)", "local": "qdrant-client local"}
     print(f"load average at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"on {os.cpu_count()} cores")
-    print("| engine | points | ingest points/s | filtered top-100 p50 ms | p95 ms | queries | peak RSS MB | load avg |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| engine | points | ingest points/s | filtered top-100 p50 ms | p95 ms | CPU ms/query p50 | p95 | queries | peak RSS MB | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in [int(s) for s in args.sizes.split(",")]:
         for engine in args.engines.split(","):
             count = args.queries if engine == "edge" else args.local_queries
@@ -170,8 +172,9 @@ def main() -> None:
                                  capture_output=True, text=True, check=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             lat = result["latencies"]
+            cpu = result["cpu"]
             print(f"| {names[engine]} | {n:,} | {n / result['ingest_s']:,.0f} | {pct(lat, 50):.1f} | {pct(lat, 95):.1f} "
-                  f"| {len(lat)} | {result['peak_mb']:.0f} | {os.getloadavg()[0]:.2f} |", flush=True)
+                  f"| {pct(cpu, 50):.1f} | {pct(cpu, 95):.1f} | {len(lat)} | {result['peak_mb']:.0f} | {os.getloadavg()[0]:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
