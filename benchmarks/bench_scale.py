@@ -11,6 +11,7 @@ ragqual uses it; its ingest is then several times slower again, its queries the 
     python benchmarks/bench_scale.py [--sizes 10000,50000,100000] [--queries 50] [--local-queries 10]
     python benchmarks/bench_scale.py --engines edge --sizes 100000
     python benchmarks/bench_scale.py --vaswani        # the Vaswani tier: cold ingest + retrieval, then warm
+    python benchmarks/bench_scale.py --ingest-memory 100000   # peak memory of ragqual's ingest path
 
 Wall times depend on the machine and its load; the table prints the load average next to them.
 """
@@ -112,6 +113,40 @@ def pct(values: list[float], p: float) -> float:
     return float(np.percentile(values, p))
 
 
+class _HashEmbedder:
+    """A stand-in for the model (unit vectors from a seeded generator), so ingest memory is measured
+    without the model's own; MiniLM adds its runtime (about 100-200 MB) on top."""
+
+    id, dim = "bench-hash:1", DIM
+
+    def embed(self, texts):
+        return vectors(len(texts), len(texts[0]) if texts else 0)
+
+
+def ingest_memory(n: int) -> None:
+    """Peak resident memory of ragqual's own ingest path (documents, chunks, vectors, qdrant-edge) for
+    `n` one-chunk documents, in this process."""
+    from ragqual.adapters.qdrant_edge_store import open_edge
+    from ragqual.adapters.qdrant_store import EvalIndex
+    from ragqual.core.collections import document
+    from ragqual.pipeline.chunking import ChunkConfig
+    from ragqual.pipeline.ingest import ingest
+
+    with tempfile.TemporaryDirectory(prefix="ragqual-bench-ingest-") as scratch:
+        root = Path(scratch) / "corpus"
+        root.mkdir()
+        (root / "docs.trec").write_text("x")
+        docs = [document(str(i), f"{TEXT} document {i}", "docs.trec") for i in range(n)]
+        client = open_edge(Path(scratch) / "edge")
+        started = time.perf_counter()
+        report = ingest(docs, ChunkConfig(), _HashEmbedder(), EvalIndex(client, "bench_kb", DIM), root, progress=False)
+        wall = time.perf_counter() - started
+        client.close()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"| ingest of {report.total_chunks:,} chunks (stand-in embedder) | {wall:.1f} s | peak RSS {peak:.0f} MB "
+          f"| load {os.getloadavg()[0]:.2f} |")
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -152,8 +187,13 @@ def main() -> None:
     parser.add_argument("--local-queries", type=int, default=10, help="queries timed on local mode (slow)")
     parser.add_argument("--vaswani", action="store_true", help="time the Vaswani tier instead")
     parser.add_argument("--vaswani-engine", default="edge", choices=["edge", "local"])
+    parser.add_argument("--ingest-memory", type=int, default=None, metavar="N",
+                        help="peak memory of ragqual's ingest path for N chunks instead")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.ingest_memory:
+        ingest_memory(args.ingest_memory)
+        return
     if args.vaswani:
         vaswani(args.vaswani_engine)
         return
