@@ -37,4 +37,4 @@ def test_ragqual_eval_runs_end_to_end_on_embedded_defaults(tmp_path):
     trials = db.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
     goldens = sum(1 for f in (REPO / "goldens").glob("*.jsonl") for ln in f.read_text().splitlines() if ln.strip())
     assert trials == goldens * 3 * 3  # every golden x three modes x three repeats
-    assert (tmp_path / "eval-results" / "qdrant").is_dir()
+    assert (tmp_path / "eval-results" / "qdrant-edge").is_dir()

@@ -77,6 +77,9 @@ def resolve_source_in_corpus(source: str, corpus_dir: str | os.PathLike[str]) ->
     """
     if not source:
         return None
+    shared = _shared_file_document(source, corpus_dir)
+    if shared is not None:
+        return shared
     try:
         root = Path(corpus_dir).resolve(strict=True)
         target = Path(source).resolve(strict=True)
@@ -86,6 +89,54 @@ def resolve_source_in_corpus(source: str, corpus_dir: str | os.PathLike[str]) ->
     if target.parent != root or not regular or is_corpus_note(target.name):
         return None
     return doc_id_for(target.name)
+
+
+def shared_file_source(path: str | os.PathLike[str], doc_id: str) -> str:
+    """The `source` of a document that shares its file with others (a BEIR or TREC collection)."""
+    return f"{path}#{doc_id}"
+
+
+def _shared_file_document(source: str, corpus_dir: str | os.PathLike[str]) -> str | None:
+    """The doc id of a `<file>#<doc id>` source whose file is a collection file inside the corpus
+    folder (at any depth, never a `.md` document); None for any other source."""
+    path, sep, doc_id = source.rpartition("#")
+    if not sep or not doc_id or "/" in doc_id or path.endswith(DOC_SUFFIX):
+        return None
+    return doc_id if _collection_file_inside(path, os.fspath(corpus_dir)) else None
+
+
+_INSIDE: dict[tuple[str, str], tuple[tuple[int, int, int], tuple[int, int, int], bool]] = {}
+
+
+def _collection_file_inside(path: str, corpus_dir: str) -> bool:
+    """True when `path` resolves to a regular file inside the resolved `corpus_dir`.
+
+    Thousands of retrieved chunks share one collection file, so the verdict is kept per
+    (path, folder) and reused while both still stat the same (device, inode, mtime): resolving
+    every path again cost seconds on the Vaswani tier.
+    """
+    try:
+        now = (_identity(path), _identity(corpus_dir))
+    except (OSError, ValueError):
+        return False
+    known = _INSIDE.get((path, corpus_dir))
+    if known is not None and known[:2] == now:
+        return known[2]
+    try:
+        root = Path(corpus_dir).resolve(strict=True)
+        target = Path(path).resolve(strict=True)
+        inside = stat.S_ISREG(target.stat().st_mode) and target.is_relative_to(root) and target != root
+    except (OSError, ValueError, RuntimeError):
+        return False
+    if len(_INSIDE) > 10_000:
+        _INSIDE.clear()
+    _INSIDE[(path, corpus_dir)] = (*now, inside)
+    return inside
+
+
+def _identity(path: str) -> tuple[int, int, int]:
+    info = os.stat(path)
+    return info.st_dev, info.st_ino, info.st_mtime_ns
 
 
 def display_path(path: str | os.PathLike[str]) -> str:

@@ -414,12 +414,13 @@ class EvalIndex:
         self._refuse_foreign(ids)
         stamp = {"fingerprint": fingerprint, "embedder": embedder_id, "total_chunks": len(chunks),
                  INGEST_KEY: uuid.uuid4().hex}
-        points = [
-            models.PointStruct(id=pid, vector=row.tolist(), payload=owned_payload(pid, _payload(chunk, source, stamp)))
-            for pid, chunk, row, source in zip(ids, chunks, array, sources)
-        ]
-        for start in range(0, len(points), UPSERT_BATCH):
-            self._call(self.client.upsert, self.collection, points=points[start : start + UPSERT_BATCH], wait=True)
+        for start in range(0, len(ids), UPSERT_BATCH):  # points built per batch: 100k at once took gigabytes
+            end = start + UPSERT_BATCH
+            points = [
+                models.PointStruct(id=pid, vector=row.tolist(), payload=owned_payload(pid, _payload(chunk, source, stamp)))
+                for pid, chunk, row, source in zip(ids[start:end], chunks[start:end], array[start:end], sources[start:end])
+            ]
+            self._call(self.client.upsert, self.collection, points=points, wait=True)
 
     def _check_batch(self, chunks: Sequence[Any], vectors: np.ndarray, sources: Sequence[str]) -> np.ndarray:
         array = np.asarray(vectors, dtype=np.float32)

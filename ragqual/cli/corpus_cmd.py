@@ -245,3 +245,41 @@ def search_cmd(app: AppContext, query: str, limit: int, corpus_opts: CorpusOptio
 def _snippet(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+# --- migrate ----------------------------------------------------------------------------------
+
+
+@corpus_group.command("migrate")
+@corpus_options
+@click.pass_obj
+def migrate_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
+    """Copy the collection from a qdrant-client local-mode folder (eval-results/qdrant/) into the
+    qdrant-edge store (eval-results/qdrant-edge/), every point with its vector and payload.
+
+    The old folder is left as it was; once the copy exists ragqual uses qdrant-edge.
+    """
+    from ragqual.adapters.qdrant_edge_store import migrate_local_folder, open_edge
+    from ragqual.adapters.qdrant_store import open_qdrant
+    from ragqual.cli.corpus_options import EDGE, embedded_path
+
+    settings = app.settings
+    collection = corpus_opts.collection or settings.values["collection"]
+    source, target = settings.qdrant_path(), embedded_path(settings, EDGE)
+    if not (source / "meta.json").is_file():
+        raise InputError(f"no qdrant-client local-mode folder at {source}: nothing to migrate")
+    if (target / collection).exists():
+        raise InputError(f"{target / collection} already exists: nothing was copied (remove it to migrate again)")
+    local = open_qdrant(source, None)
+    try:
+        if not local.collection_exists(collection):
+            raise InputError(f"collection {collection!r} is not in {source}; name it with --collection")
+        edge = open_edge(target)
+        try:
+            copied = migrate_local_folder(local, edge, collection)
+        finally:
+            edge.close()
+    finally:
+        local.close()
+    _emit(app, {"collection": collection, "from": str(source), "to": str(target), "points": copied},
+          [f"copied {copied} points of collection {collection!r} from {source} to {target}; ragqual now uses qdrant-edge"])

@@ -15,6 +15,7 @@ only when a command touches `embedder`, `fingerprint` or `index`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -30,6 +31,7 @@ import click
 from ragqual.cli.context import AppContext
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
+from ragqual.errors import InputError
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, chunk_corpus
 
 if TYPE_CHECKING:  # the heavy modules load only when a command needs them
@@ -42,6 +44,26 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from ragqual.pipeline.retrieval import DenseIndex
 
 API_KEY_ENV = "QDRANT_API_KEY"
+ENGINE_ENV = "RAGQUAL_EMBEDDED_ENGINE"
+EDGE, LOCAL = "edge", "local"
+EDGE_FOLDER = "qdrant-edge"
+
+
+def embedded_engine(settings: Any) -> str:
+    """The embedded engine: RAGQUAL_EMBEDDED_ENGINE (edge | local), else qdrant-edge, except that a
+    project whose only embedded store is a qdrant-client local-mode folder keeps using it until
+    `ragqual corpus migrate` moves it."""
+    raw = os.environ.get(ENGINE_ENV, "").strip().lower()
+    if raw in (EDGE, LOCAL):
+        return raw
+    if raw:
+        raise InputError(f"{ENGINE_ENV} must be 'edge' or 'local', got {raw!r}")
+    legacy = (settings.qdrant_path() / "meta.json").is_file()
+    return LOCAL if legacy and not (settings.results_dir / EDGE_FOLDER).exists() else EDGE
+
+
+def embedded_path(settings: Any, engine: str) -> Path:
+    return settings.results_dir / EDGE_FOLDER if engine == EDGE else settings.qdrant_path()
 
 
 @dataclass(frozen=True)
@@ -100,7 +122,19 @@ class CorpusContext:
     collection: str
     qdrant_url: str | None
     qdrant_path: Path
+    engine: str = "local"  # the embedded engine: "edge" (qdrant-edge) or "local" (qdrant-client's local mode)
+    layout: str = "ragqual"  # of the goldens: "ragqual", "beir" or "trec" (adapters.collection_files)
+    bm25_stem: bool = False  # English stemming in BM25 (set by `ragqual retrieval`)
+    distractor_dir: Path | None = None  # where the distractor documents among `documents` come from
     _open: dict[str, Any] = field(default_factory=dict)
+
+    def require_expectations(self, tier: str = "the generation tier") -> None:
+        """Refuse (exit 2) when the goldens have relevance judgements only (a BEIR or TREC collection)."""
+        if self.layout != "ragqual":
+            raise InputError(
+                f"{tier} needs goldens with answer expectations (mustInclude / mustNotInclude / expectRefusal); "
+                f"{self.goldens_dir} holds relevance judgements only ({self.layout} layout): run `ragqual retrieval` on it"
+            )
 
     # -- lazily built --------------------------------------------------------------
     @property
@@ -146,7 +180,7 @@ class CorpusContext:
         """doc id -> absolute path of the document's file (what ingest stores as `source`)."""
         from ragqual.pipeline.ingest import source_paths
 
-        return source_paths(self.documents, self.corpus_dir)
+        return source_paths(self.documents, self.corpus_dir, self.distractor_dir)
 
     @property
     def location(self) -> str:
@@ -158,13 +192,20 @@ class CorpusContext:
 
     def store_exists(self) -> bool:
         """False when the embedded folder was never created (so reading it would only create it)."""
-        return bool(self.qdrant_url) or (self.qdrant_path / "meta.json").is_file()
+        if self.qdrant_url:
+            return True
+        return self.qdrant_path.is_dir() if self.engine == EDGE else (self.qdrant_path / "meta.json").is_file()
 
     def client(self) -> QdrantClient:
         if "client" not in self._open:
-            from ragqual.adapters.qdrant_store import open_qdrant
+            if self.engine == EDGE and not self.qdrant_url:
+                from ragqual.adapters.qdrant_edge_store import open_edge
 
-            self._open["client"] = open_qdrant(self.qdrant_path, self.qdrant_url, os.environ.get(API_KEY_ENV))
+                self._open["client"] = open_edge(self.qdrant_path)
+            else:
+                from ragqual.adapters.qdrant_store import open_qdrant
+
+                self._open["client"] = open_qdrant(self.qdrant_path, self.qdrant_url, os.environ.get(API_KEY_ENV))
         return self._open["client"]
 
     @property
@@ -194,7 +235,13 @@ class CorpusContext:
             return None
         from ragqual.adapters.search_cache import embedded_state, index_scope
 
-        state = embedded_state(self.qdrant_path, self.collection)
+        if self.engine == EDGE:
+            from ragqual.adapters.edge_state import edge_state
+
+            edge = edge_state(self.qdrant_path, self.collection)
+            state = None if edge is None else f"edge:{edge}"
+        else:
+            state = embedded_state(self.qdrant_path, self.collection)
         return None if state is None else index_scope(state, self.collection, self.fingerprint)
 
     def dense_index(self) -> DenseIndex:
@@ -225,6 +272,15 @@ class CorpusContext:
             client.close()
         self._open.clear()
 
+    def with_distractors(self, folder: Path) -> CorpusContext:
+        """A closed copy of this context whose corpus also holds the documents of `folder` (any
+        layout) as distractors; close this one first: only one client may hold the embedded store."""
+        from ragqual.adapters.collection_files import read_any
+        from ragqual.pipeline.distractors import as_distractors
+
+        extra = as_distractors(read_any(folder, None).documents)
+        return dataclasses.replace(self, documents=[*self.documents, *extra], distractor_dir=Path(folder), _open={})
+
     def __enter__(self) -> CorpusContext:
         return self
 
@@ -236,7 +292,7 @@ def load_corpus_context(
     app: AppContext, opts: CorpusOptions, *, with_corpus: bool = True, with_goldens: bool = True,
 ) -> CorpusContext:
     """Resolve the settings and read (and validate) the corpus and goldens; exit 2 on bad input."""
-    from ragqual.adapters.files import read_corpus_and_goldens, read_corpus_dir
+    from ragqual.adapters.collection_files import RAGQUAL, read_any
 
     settings = app.settings
     corpus_dir = settings.path("corpus", opts.corpus)
@@ -244,10 +300,11 @@ def load_corpus_context(
     chunk_config = _chunk_config(settings.values, opts)  # checked before any file is read
     documents: list[Document] = []
     goldens: list[Golden] = []
-    if with_goldens:
-        documents, goldens = read_corpus_and_goldens(corpus_dir, goldens_dir)
-    elif with_corpus:
-        documents = read_corpus_dir(corpus_dir)
+    layout = RAGQUAL
+    engine = embedded_engine(settings)
+    if with_goldens or with_corpus:
+        loaded = read_any(corpus_dir, goldens_dir if with_goldens else None)
+        documents, goldens, layout = loaded.documents, loaded.goldens, loaded.goldens_layout
     return CorpusContext(
         app=app,
         corpus_dir=corpus_dir,
@@ -258,7 +315,9 @@ def load_corpus_context(
         embedder_uri=_pick(opts.embedder, settings.values, "embedder"),
         collection=_pick(opts.collection, settings.values, "collection"),
         qdrant_url=settings.qdrant_url(opts.qdrant_url),
-        qdrant_path=settings.qdrant_path(),
+        qdrant_path=embedded_path(settings, engine),
+        engine=engine,
+        layout=layout,
     )
 
 
@@ -322,7 +381,8 @@ def ensure_ingested(corpus: CorpusContext, *, progress: bool | None = None) -> I
 
     cache = corpus.search_cache()
     bar = show_progress(corpus.app) if progress is None else progress
-    report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar)
+    report = ingest_if_changed(corpus.documents, corpus.chunk_config, corpus.embedder, corpus.index, corpus.corpus_dir, bar,
+                               distractor_dir=corpus.distractor_dir)
     if cache is not None and (scope := corpus.index_scope()) is not None:
         cache.mark_verified(scope)
     if report is not None:

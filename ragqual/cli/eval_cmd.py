@@ -36,6 +36,7 @@ def eval_cmd(app: AppContext, corpus_opts, models, repeats, limit, tags, max_con
     """The whole evaluation in one command, on embedded defaults (no server, no network)."""
     started = time.perf_counter()
     with load_corpus_context(app, corpus_opts) as corpus:
+        corpus.require_expectations()
         goldens = pick_goldens(corpus, tags, (), None, limit)
         click.echo(f"corpus: {len(corpus.documents)} documents, {len(goldens)} questions", err=True)
         ensure_ingested(corpus)

@@ -236,6 +236,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, m
                    num_predict, strategy, candidate_k, context_k, threshold) -> None:
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge."""
     with load_corpus_context(app, corpus_opts) as corpus, resumable(app, "generation"):
+        corpus.require_expectations()
         if resume is not None:
             given, selected = _given_flags(corpus, models, no_mock_line, modes, all_modes, repeats, limit, tags,
                                            case_ids, split, temperature, seed, num_ctx, num_predict, strategy,

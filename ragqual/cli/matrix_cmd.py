@@ -60,6 +60,7 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
         uris = [m.strip() for m in models.split(",") if m.strip()]
         modes = list(MODES) if all_modes else ["e2e"]
         with load_corpus_context(app, corpus_opts) as corpus:
+            corpus.require_expectations()
             goldens = pick_goldens(corpus, (), (), None, limit)
             with resumable(app, "generation"):
                 result = run_generation(app, corpus, goldens, models=uris, modes=modes, repeats=repeats,

@@ -18,17 +18,24 @@ from ragqual.cli.corpus_options import (
     index_known_current,
     load_corpus_context,
     preload,
+    show_progress,
 )
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.errors import InputError
+from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
-from ragqual.pipeline.report import metric_table, quality_markdown, render_json, write_report
+from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json, write_report
 from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
 from ragqual.pipeline.retrieval_tier import HEADLINE, TierResult, quality_section, run_tier, timing_section
 from ragqual.store.records import RetrievalRow
 
 SUBJECT = "rag"
+STANDARD_CANDIDATE_K = 1000  # trec_eval's depth: MAP and nDCG as published for standard collections
+
+
+def _default(flag: bool | None, otherwise: bool) -> bool:
+    return otherwise if flag is None else flag
 
 
 @dataclass
@@ -47,12 +54,13 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
     """
     loading = None if index_known_current(corpus) else preload(["ragqual.pipeline.ingest", "bm25s"])
     chunks = corpus.chunks
-    vectors = corpus.embedder.embed([embed_text_for_chunk(c, corpus.chunk_config) for c in chunks])
+    texts = [embed_text_for_chunk(c, corpus.chunk_config) for c in chunks]
+    vectors = embed_in_batches(texts, corpus.embedder, progress=show_progress(corpus.app))
     if loading is not None:
         loading.join()
     ensure_ingested(corpus)
     return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
-                     memo=corpus.search_cache())
+                     memo=corpus.search_cache(), stem=corpus.bm25_stem, distractor_dir=corpus.distractor_dir)
 
 
 def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
@@ -91,9 +99,16 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
         "timings": {name: timing_section(r) for name, r in results.items()},
         "run": {"run_id": run_id, "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
                 "corpus_fingerprint": corpus.fingerprint, "dataset_hash": provenance.dataset_hash,
-                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus)},
+                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus), **_layout(corpus)},
     }
     return RetrievalOutcome(run_id, results, report)
+
+
+def _layout(corpus: CorpusContext) -> dict[str, object]:
+    """What a standard collection run adds to the report's run section (nothing for the bundled format)."""
+    if corpus.layout == "ragqual" and not corpus.bm25_stem:
+        return {}
+    return {"goldens_layout": corpus.layout, "bm25_stemming": corpus.bm25_stem}
 
 
 def _reuse(corpus: CorpusContext) -> dict[str, int] | None:
@@ -156,21 +171,27 @@ def retrieval_configs(strategies: Sequence[str], **params) -> dict[str, Retrieva
 @click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable).")
 @click.option("--split", type=click.Choice(["validation", "test"]), default=None, help="Only goldens of this split.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
-@click.option("--candidate-k", type=click.IntRange(min=1), default=20, show_default=True, help="Candidates each retriever returns.")
+@click.option("--candidate-k", type=click.IntRange(min=1), default=None, help="Candidates each retriever returns [default: 20; 1000 on a BEIR/TREC collection].")
 @click.option("--context-k", type=click.IntRange(min=1), default=5, show_default=True, help="Chunks that reach the context.")
 @click.option("--rrf-k", type=click.IntRange(min=1), default=60, show_default=True, help="Reciprocal rank fusion constant.")
-@click.option("--no-expand", is_flag=True, help="Switch acronym expansion off.")
-@click.option("--no-rerank", is_flag=True, help="Switch the lexical rerank stage off.")
+@click.option("--expand/--no-expand", default=None, help="Acronym expansion [default: on; off on a BEIR/TREC collection].")
+@click.option("--rerank/--no-rerank", default=None, help="The lexical rerank stage [default: on; off on a BEIR/TREC collection].")
+@click.option("--stem/--no-stem", default=None, help="English stemming for BM25 [default: off; on on a BEIR/TREC collection].")
 @click.option("--verbose", "show_misses", is_flag=True, help="List every miss and what was retrieved instead.")
 @click.option("--report", "write", is_flag=True, help="Write JSON + Markdown under eval-results/reports/.")
 @click.option("--export-trec", type=click.Path(path_type=Path, file_okay=False), default=None, help="Write qrels and TREC runs to DIR.")
+@click.option("--distractors", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
+              help="Also run with the documents of PATH (any corpus layout) in the index, never relevant; prints both side by side.")
 @click.pass_obj
 def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, tags, split, limit, candidate_k,
-                  context_k, rrf_k, no_expand, no_rerank, show_misses, write, export_trec) -> None:
+                  context_k, rrf_k, expand, rerank, stem, show_misses, write, export_trec, distractors) -> None:
     """Run the retrieval tier: no chat model, deterministic, seconds."""
-    params = dict(threshold=threshold, candidate_k=candidate_k, context_k=context_k, rrf_k=rrf_k,
-                  expand_acronyms=not no_expand, rerank=not no_rerank)
     with load_corpus_context(app, corpus_opts) as corpus:
+        standard = corpus.layout != "ragqual"
+        corpus.bm25_stem = _default(stem, standard)
+        params = dict(threshold=threshold, candidate_k=candidate_k or (STANDARD_CANDIDATE_K if standard else 20),
+                      context_k=context_k, rrf_k=rrf_k, expand_acronyms=_default(expand, not standard),
+                      rerank=_default(rerank, not standard))
         goldens = select(corpus.goldens, tags=tags or None, split=split, limit=limit)
         if not goldens:
             raise InputError("no golden question matches the filters")
@@ -179,6 +200,8 @@ def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, t
             base = next(iter(configs.values())) if strategies else RetrievalConfig(strategy="hybrid", **params)
             configs = ablation_configs(base)
         outcome = run_retrieval(app, corpus, goldens, configs)
+        if distractors is not None:
+            outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, distractors)
         _print(app, outcome, ablate, show_misses)
         if write:
             paths = write_report(outcome.report, app.settings.results_dir / "reports", f"retrieval-run{outcome.run_id}")
@@ -186,6 +209,33 @@ def retrieval_cmd(app: AppContext, corpus_opts, strategies, ablate, threshold, t
         if export_trec is not None:
             for path in write_trec_files(export_trec, goldens, outcome.results):
                 click.echo(f"wrote {path}", err=True)
+
+
+def with_distractors_side_by_side(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
+                                  configs: dict[str, RetrievalConfig], plain: RetrievalOutcome, folder: Path) -> RetrievalOutcome:
+    """Run the same configurations again with `folder`'s documents in the index as distractors (a second
+    run in the history, its own ingest); the plain outcome gains a `distractors` section side by side."""
+    corpus.close()  # one client at a time may hold the embedded store
+    with corpus.with_distractors(folder) as crowded:
+        other = run_retrieval(app, crowded, goldens, configs)
+        added = len(crowded.documents) - len(corpus.documents)
+    plain.report["distractors"] = {
+        "folder": str(folder), "documents": added, "run_id": other.run_id,
+        "overall": {name: {"without": plain.report["quality"][name]["overall"], "with": q["overall"]}
+                    for name, q in other.report["quality"].items()},
+    }
+    return plain
+
+
+def distractor_table(section: dict) -> str:
+    """Each strategy's headline metrics without and with the distractors, and the change."""
+    rows: dict[str, dict] = {}
+    for name, pair in section["overall"].items():
+        columns = headline_for([pair["without"]])
+        rows[f"{name} without"] = {k: pair["without"].get(k) for k in [*columns, "questions"]}
+        rows[f"{name} with"] = {k: pair["with"].get(k) for k in [*columns, "questions"]}
+        rows[f"  Δ {name}"] = {k: _delta(pair["with"].get(k), pair["without"].get(k)) for k in columns}
+    return metric_table(rows, columns, first="strategy")
 
 
 def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses: bool) -> None:
@@ -196,6 +246,10 @@ def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses
         click.echo(ablation_table(outcome.results))
     else:
         click.echo(quality_markdown(outcome.report["quality"]).strip())
+    if "distractors" in outcome.report:
+        section = outcome.report["distractors"]
+        click.echo(f"\n### With {section['documents']} distractor documents from {section['folder']} (run {section['run_id']})\n")
+        click.echo(distractor_table(section))
     if show_misses:
         for name, quality in outcome.report["quality"].items():
             for miss in quality["misses"]:

@@ -27,7 +27,8 @@ class Document:
     doc_id: str
     filename: str  # base name, e.g. "water-boiling.md"
     text: str  # decoded, BOM dropped, line endings normalised to "\n"
-    sha256: str  # of the file's exact bytes
+    sha256: str  # of the file's exact bytes (of the text's UTF-8 for a document sharing its file)
+    container: str = ""  # for a document of a standard collection: its file, relative to the corpus folder
 
 
 def is_corpus_note(filename: str) -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ragqual.adapters.embedders import Embedder
-from ragqual.adapters.files import display_path, resolve_source_in_corpus
+from ragqual.adapters.files import display_path, resolve_source_in_corpus, shared_file_source
 from ragqual.adapters.qdrant_store import EvalIndex, Manifest
 from ragqual.core.corpus import Document
 from ragqual.core.fingerprint import corpus_fingerprint
@@ -72,11 +72,21 @@ def fingerprint_of(documents: Sequence[Document], chunk_config: ChunkConfig, emb
     return corpus_fingerprint(documents, chunk_config.as_dict(), embedder_id)
 
 
-def source_paths(documents: Sequence[Document], corpus_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """doc id -> absolute path of its file; every one must pass the leak guard's own test."""
+def source_paths(documents: Sequence[Document], corpus_dir: str | os.PathLike[str],
+                 distractor_dir: str | os.PathLike[str] | None = None) -> dict[str, str]:
+    """doc id -> absolute path of its file; every one must pass the leak guard's own test.
+
+    Distractor documents (pipeline.distractors) lie in `distractor_dir` instead."""
+    from ragqual.pipeline.distractors import root_of
+
     root = Path(corpus_dir).resolve()
-    paths = {d.doc_id: str(root / d.filename) for d in documents}
-    wrong = [doc_id for doc_id, path in paths.items() if resolve_source_in_corpus(path, root) != doc_id]
+    paths, wrong = {}, []
+    for d in documents:
+        folder, plain_id = root_of(d.doc_id, root, distractor_dir)
+        folder = folder.resolve()
+        paths[d.doc_id] = shared_file_source(folder / d.container, plain_id) if d.container else str(folder / d.filename)
+        if resolve_source_in_corpus(paths[d.doc_id], folder) != plain_id:
+            wrong.append(d.doc_id)
     if wrong:
         raise InputError(
             f"document(s) {', '.join(sorted(wrong)[:5])} are not files directly inside {display_path(root)}; "
@@ -108,13 +118,14 @@ def ingest(
     progress: bool = True,
     *,
     clock: Callable[[], float] = time.perf_counter,
+    distractor_dir: str | os.PathLike[str] | None = None,
 ) -> IngestReport:
     """Replace the eval points with the corpus's chunks; the user's points are never touched."""
     started = clock()
     docs = list(documents)
     if not docs:
         raise InputError("the corpus has no documents to ingest")
-    sources = source_paths(docs, corpus_dir)
+    sources = source_paths(docs, corpus_dir, distractor_dir)
     fingerprint = fingerprint_of(docs, chunk_config, embedder.id)
     chunks = chunk_corpus(docs, chunk_config)
     index.ensure_collection()  # a wrong vector size fails before any embedding time is spent
@@ -142,8 +153,9 @@ def ingest_if_changed(
     index: EvalIndex,
     corpus_dir: str | os.PathLike[str],
     progress: bool = True,
+    distractor_dir: str | os.PathLike[str] | None = None,
 ) -> IngestReport | None:
     """Ingest unless the eval points already match the fingerprint; None when nothing was done."""
     if is_current(index.manifest(), fingerprint_of(list(documents), chunk_config, embedder.id)):
         return None
-    return ingest(documents, chunk_config, embedder, index, corpus_dir, progress)
+    return ingest(documents, chunk_config, embedder, index, corpus_dir, progress, distractor_dir=distractor_dir)

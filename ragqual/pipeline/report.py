@@ -8,11 +8,11 @@ header and timings follow in their own sections.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragqual.pipeline.retrieval_tier import HEADLINE
+from ragqual.pipeline.retrieval_tier import DEEP_HEADLINE, HEADLINE
 
 QUALITY_HEADING = "## Quality"
 RUN_HEADING = "## Run"
@@ -38,13 +38,20 @@ def metric_table(named: Mapping[str, Mapping[str, Any]], columns: Sequence[str] 
     return table(rows, [*columns, "questions"], first)
 
 
+def headline_for(overalls: Iterable[Mapping[str, Any]]) -> Sequence[str]:
+    """The deep columns (full MAP, nDCG, recall@100) when a run measured them, else HEADLINE."""
+    return DEEP_HEADLINE if any("map" in o for o in overalls) else HEADLINE
+
+
 def quality_markdown(strategies: Mapping[str, Mapping[str, Any]]) -> str:
     parts = [QUALITY_HEADING, ""]
     overall = {name: q["overall"] for name, q in strategies.items()}
-    parts += ["### Overall by strategy", "", metric_table(overall, first="strategy"), ""]
+    columns = headline_for(overall.values())
+    parts += ["### Overall by strategy", "", metric_table(overall, columns, first="strategy"), ""]
     for name, quality in strategies.items():
-        parts += [f"### {name}: per tag", "", f"config: `{json.dumps(quality['config'], sort_keys=True)}`", "",
-                  metric_table(quality["byTag"]), ""]
+        parts += [f"### {name}: per tag", "", f"config: `{json.dumps(quality['config'], sort_keys=True)}`", ""]
+        if quality["byTag"]:
+            parts += [metric_table(quality["byTag"], columns), ""]
         dist = quality["scoreDistributions"]
         parts += [f"similarity (dense cosine) of top-5 candidates: relevant p50 {fmt(dist['relevant']['p50'])}, "
                   f"non-relevant p50 {fmt(dist['nonRelevant']['p50'])}, refusal questions p50 {fmt(dist['refusalTop5']['p50'])}", ""]

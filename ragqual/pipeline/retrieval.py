@@ -20,7 +20,7 @@ import numpy as np
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.errors import InputError, LeakDetected
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
-from ragqual.pipeline.leak_guard import check_hits
+from ragqual.pipeline.distractors import check_hits_in
 from ragqual.pipeline.query import expand_acronyms
 
 STRATEGIES = ("dense", "bm25", "hybrid")
@@ -106,11 +106,29 @@ class ResultMemo(Protocol):
 BM25_STOPWORDS = "en"
 
 
-def bm25_scope(chunks: Sequence[Chunk], bm25s_version: str) -> str:
+BM25_STEMMER = "english"  # Snowball (PyStemmer), used when a Retriever is built with stem=True
+
+
+def bm25_scope(chunks: Sequence[Chunk], bm25s_version: str, stem: bool = False) -> str:
     """Everything a BM25 ranking depends on besides the query and k."""
-    return sha256_hex(canonical_json({
+    scope: dict[str, Any] = {
         "bm25s": bm25s_version, "stopwords": BM25_STOPWORDS, "chunks": [[c.chunk_id, c.text] for c in chunks],
-    }))
+    }
+    if stem:
+        scope["stemmer"] = BM25_STEMMER
+    return sha256_hex(canonical_json(scope))
+
+
+def bm25_tokenize(texts: list[str], stem: bool = False) -> Any:
+    """bm25s tokens with English stopwords removed, and Snowball English stems when `stem`."""
+    import bm25s
+
+    stemmer = None
+    if stem:
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer(BM25_STEMMER)
+    return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, stemmer=stemmer, show_progress=False)
 
 
 def _valid_ranking(value: Any) -> bool:
@@ -166,8 +184,10 @@ class Retriever:
 
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
                  embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path,
-                 memo: ResultMemo | None = None):
+                 memo: ResultMemo | None = None, stem: bool = False, distractor_dir: Path | None = None):
         self.corpus_dir = corpus_dir
+        self.distractor_dir = distractor_dir
+        self.stem = stem
         self.chunks = {c.chunk_id: c for c in chunks}
         self.order = [c.chunk_id for c in chunks]
         self.texts = {c.chunk_id: c.text for c in chunks}
@@ -190,7 +210,7 @@ class Retriever:
         if memo is not None:
             from ragqual.adapters.search_cache import package_version
 
-            self._bm25_scope = bm25_scope(chunks, package_version("bm25s"))
+            self._bm25_scope = bm25_scope(chunks, package_version("bm25s"), stem)
 
     @property
     def bm25(self) -> Any:
@@ -205,11 +225,8 @@ class Retriever:
                 self._bm25_index = index
             return self._bm25_index
 
-    @staticmethod
-    def _tokenize(texts: list[str]):
-        import bm25s
-
-        return bm25s.tokenize(texts, stopwords=BM25_STOPWORDS, show_progress=False)
+    def _tokenize(self, texts: list[str]) -> Any:
+        return bm25_tokenize(texts, self.stem)
 
     def _query_text(self, raw_query: str, config: RetrievalConfig) -> str:
         return expand_acronyms(raw_query) if config.expand_acronyms else raw_query
@@ -249,7 +266,7 @@ class Retriever:
 
     def _accept(self, hits: Sequence[Any]) -> dict[str, float]:
         fresh = [h for h in hits if (h.chunk_id, h.source) not in self._verified]
-        check_hits(fresh, self.corpus_dir)  # a chunk from outside the corpus stops the run
+        check_hits_in(fresh, self.corpus_dir, self.distractor_dir)  # a chunk from outside the corpus stops the run
         self._verified.update((h.chunk_id, h.source) for h in fresh)
         for hit in hits:
             self.sources[hit.chunk_id] = hit.source

@@ -17,6 +17,8 @@ from ragqual.core.scoring import percentile
 from ragqual.pipeline.retrieval import Retrieval, RetrievalConfig, Retriever
 
 CUTOFFS = (1, 3, 5, 10)
+DEEP_K = 100
+DEEP_HEADLINE = ("map", "ndcg@10", "ndcg", "recall@5", "recall@10", f"recall@{DEEP_K}", "mrr", "precision@5")
 HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "nonEmptyRefusal")
 DIGITS = 4
 
@@ -38,8 +40,12 @@ class TierResult:
     queries: list[QueryResult] = field(default_factory=list)
 
 
-def query_metrics(golden: Golden, retrieval: Retrieval, context_k: int) -> dict[str, float]:
-    """Every per-question number. Refusal questions get only the non-empty-context flag."""
+def query_metrics(golden: Golden, retrieval: Retrieval, context_k: int, config_depth: int = 0) -> dict[str, float]:
+    """Every per-question number. Refusal questions get only the non-empty-context flag.
+
+    With `config_depth` (the candidate list's length, --candidate-k) of DEEP_K or more, recall@100,
+    full-depth MAP and nDCG are added: the numbers published for standard collections.
+    """
     if golden.expect_refusal:
         return {"nonEmptyRefusal": 1.0 if retrieval.context else 0.0,
                 "contextChars": float(len(retrieval.context_text()))}
@@ -55,6 +61,10 @@ def query_metrics(golden: Golden, retrieval: Retrieval, context_k: int) -> dict[
     out["ndcg@10"] = m.ndcg_at_k(docs, judgements, 10)
     out["map@10"] = m.average_precision(docs, judgements, 10)
     out["rprec"] = m.r_precision(docs, judgements)
+    if config_depth >= DEEP_K:  # a deep run (a standard collection): trec_eval's full-depth measures too
+        out[f"recall@{DEEP_K}"] = m.recall_at_k(docs, judgements, DEEP_K)
+        out["map"] = m.average_precision(docs, judgements)
+        out["ndcg"] = m.ndcg_at_k(docs, judgements)
     relevant = set(golden.relevant_doc_ids)
     out["precision@5"] = m.chunk_precision_at_k(chunk_docs, relevant, 5)
     out[f"contextPrecision@{context_k}"] = m.chunk_precision_at_k([r.doc_id for r in retrieval.context], relevant, context_k)
@@ -67,7 +77,7 @@ def run_tier(retriever: Retriever, goldens: Sequence[Golden], config: RetrievalC
     result = TierResult(config)
     for golden in goldens:
         retrieval = retriever.retrieve(golden.query, config)
-        result.queries.append(QueryResult(golden, retrieval, query_metrics(golden, retrieval, config.context_k)))
+        result.queries.append(QueryResult(golden, retrieval, query_metrics(golden, retrieval, config.context_k, config.candidate_k)))
     return result
 
 

@@ -13,6 +13,7 @@ import pytest
 from qdrant_client.http import models
 from sqlalchemy import create_engine, select
 
+from ragqual.adapters.qdrant_edge_store import open_edge
 from ragqual.adapters.qdrant_store import EVAL_TAG, INGEST_KEY, TAG_KEY, open_qdrant, owned_payload, point_id
 from ragqual.cli.main import main
 from ragqual.core.corpus import is_corpus_note
@@ -143,7 +144,7 @@ def test_ingest_status_search_reset_on_a_tiny_corpus(project, capsys):
     assert code == 0, err
     status = json.loads(out)
     assert status["state"] == "not ingested"
-    assert not (project / "eval-results" / "qdrant").exists()  # status does not create the store
+    assert not (project / "eval-results" / "qdrant-edge").exists()  # status does not create the store
 
     code, out, err = run(["--json", "corpus", "ingest"], capsys)
     assert code == 0, err
@@ -179,7 +180,7 @@ def test_search_stops_at_a_planted_point_from_outside_the_corpus(project, capsys
     elsewhere = project / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "faq.md").write_text("# FAQ\n\nBoil water.\n", encoding="utf-8")
-    client = open_qdrant(project / "eval-results" / "qdrant", None)
+    client = open_edge(project / "eval-results" / "qdrant-edge")
     try:
         first = client.scroll("ragqual_kb", limit=1, with_vectors=True)[0][0]  # a vector the query will find
         payload = {TAG_KEY: EVAL_TAG, "doc_id": "faq", "chunk_id": "faq#0", "index": 0, "text": "Boil water.",
@@ -210,7 +211,7 @@ def test_reset_without_a_store_creates_nothing(project, capsys):
 
 
 def test_reset_keeps_the_users_points(project, capsys):
-    client = open_qdrant(project / "eval-results" / "qdrant", None)
+    client = open_edge(project / "eval-results" / "qdrant-edge")
     try:
         client.create_collection("ragqual_kb", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
         vectors = np.random.default_rng(1).normal(size=(5, 384))
@@ -231,8 +232,8 @@ def test_reset_keeps_the_users_points(project, capsys):
 
 HOLDER = """
 import sys
-from ragqual.adapters.qdrant_store import open_qdrant
-client = open_qdrant(sys.argv[1], None, wait_seconds=0)
+from ragqual.adapters.qdrant_edge_store import open_edge
+client = open_edge(sys.argv[1], wait_seconds=0)
 print("ready", flush=True)
 sys.stdin.read()
 client.close()
@@ -240,7 +241,7 @@ client.close()
 
 
 def test_a_held_store_fails_the_command_with_one_line_naming_the_holder(tmp_path):
-    folder = tmp_path / "eval-results" / "qdrant"
+    folder = tmp_path / "eval-results" / "qdrant-edge"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder), "held-for-the-test"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

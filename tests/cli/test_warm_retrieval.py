@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from qdrant_client import QdrantClient
+
+from ragqual.adapters.qdrant_edge_store import open_edge
 
 from tests.cli.conftest import invoke
 
@@ -61,7 +62,7 @@ def _main(capsys, *args: str) -> tuple[int, str]:
 
 def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tmp_path, capsys):
     assert invoke("retrieval").exit_code == 0
-    client = QdrantClient(path=str(workdir / "eval-results" / "qdrant"))
+    client = open_edge(workdir / "eval-results" / "qdrant-edge")
     points, _ = client.scroll("ragqual_kb", limit=100, with_payload=True)
     target = next(p for p in points if p.payload["doc_id"] == "larchwood-cabin-field-manual")
     stranger = tmp_path / "notes.md"
@@ -77,7 +78,7 @@ def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tm
     # and names it; once its owner removes it, ingest rebuilds the eval points
     code, output = _main(capsys, "corpus", "ingest")
     assert code == 1 and str(target.id) in output
-    client = QdrantClient(path=str(workdir / "eval-results" / "qdrant"))
+    client = open_edge(workdir / "eval-results" / "qdrant-edge")
     client.delete("ragqual_kb", points_selector=[target.id])
     client.close()
     assert invoke("corpus", "ingest").exit_code == 0

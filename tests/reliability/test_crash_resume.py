@@ -61,7 +61,7 @@ def duplicate_slots(project, run_id: int) -> list[tuple]:
 
 def assert_no_retriever_was_built(project) -> None:
     """Oracle mode injects the golden's own documents: no ingest, no Qdrant folder, no embeddings."""
-    assert not (project.root / "eval-results" / "qdrant").exists()
+    assert not (project.root / "eval-results" / "qdrant-edge").exists()
     assert not (project.root / "cache" / "embeddings").exists()
 
 

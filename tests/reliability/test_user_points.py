@@ -10,8 +10,10 @@ of those commands refuses with exit 1, names the points, and deletes nothing.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from qdrant_client.http import models
 
+from ragqual.adapters.qdrant_edge_store import open_edge
 from ragqual.adapters.qdrant_store import EVAL_TAG, TAG_KEY, is_owned, open_qdrant
 from ragqual.core.hashing import canonical_json
 from tests.reliability.conftest import assert_no_traceback
@@ -22,13 +24,25 @@ USER_POINTS = 1000
 TAGGED = {7: EVAL_TAG, 42: ["faq", EVAL_TAG]}  # i % 100 -> the reserved tag someone else wrote
 
 
-def qdrant_folder(project):
-    return project.root / "eval-results" / "qdrant"
+ENGINES = {  # the embedded engine ragqual finds in the project: its folder and how to open it
+    "qdrant-edge": ("qdrant-edge", lambda folder: open_edge(folder)),
+    "qdrant-client local mode": ("qdrant", lambda folder: open_qdrant(folder, None)),
+}
 
 
-def fill(project, *, with_reserved_tag: bool) -> None:
+@pytest.fixture(params=sorted(ENGINES))
+def engine(request):
+    return request.param
+
+
+def open_store(project, engine):
+    folder, opener = ENGINES[engine]
+    return opener(project.root / "eval-results" / folder)
+
+
+def fill(project, engine, *, with_reserved_tag: bool) -> None:
     rng = np.random.default_rng(15)
-    client = open_qdrant(qdrant_folder(project), None)
+    client = open_store(project, engine)
     try:
         client.create_collection(COLLECTION, vectors_config=models.VectorParams(size=DIM, distance=models.Distance.DOT))
         points = []
@@ -46,9 +60,9 @@ def fill(project, *, with_reserved_tag: bool) -> None:
         client.close()
 
 
-def user_points(project) -> dict[str, tuple[bytes, bytes]]:
+def user_points(project, engine) -> dict[str, tuple[bytes, bytes]]:
     """Every point ragqual did not write: id -> (payload as canonical JSON bytes, vector as float32 bytes)."""
-    client = open_qdrant(qdrant_folder(project), None)
+    client = open_store(project, engine)
     out: dict[str, tuple[bytes, bytes]] = {}
     try:
         offset = None
@@ -64,19 +78,19 @@ def user_points(project) -> dict[str, tuple[bytes, bytes]]:
         client.close()
 
 
-def test_ingest_retrieval_reset_ingest_leave_every_user_point_byte_for_byte(project):
-    fill(project, with_reserved_tag=False)
-    before = user_points(project)
+def test_ingest_retrieval_reset_ingest_leave_every_user_point_byte_for_byte(project, engine):
+    fill(project, engine, with_reserved_tag=False)
+    before = user_points(project, engine)
     assert len(before) == USER_POINTS
     for command in (["corpus", "ingest"], ["retrieval"], ["corpus", "reset"], ["corpus", "ingest"]):
         result = project.run(*command)
         assert result.returncode == 0, (command, result.stderr)
-        assert user_points(project) == before, command
+        assert user_points(project, engine) == before, command
 
 
-def test_points_someone_else_tagged_are_refused_never_deleted(project):
-    fill(project, with_reserved_tag=True)
-    before = user_points(project)
+def test_points_someone_else_tagged_are_refused_never_deleted(project, engine):
+    fill(project, engine, with_reserved_tag=True)
+    before = user_points(project, engine)
     assert len(before) == USER_POINTS
     tagged = sorted((i + 1 for i in range(USER_POINTS) if i % 100 in TAGGED))
     for command in (["corpus", "ingest"], ["retrieval"], ["corpus", "reset"]):
@@ -88,4 +102,4 @@ def test_points_someone_else_tagged_are_refused_never_deleted(project):
                                f"that carry ragqual's reserved tag"), last
         assert ", ".join(str(i) for i in tagged[:10]) in last and "nothing was changed" in last
         assert "another --collection" in last
-        assert user_points(project) == before, command
+        assert user_points(project, engine) == before, command

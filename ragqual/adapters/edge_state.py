@@ -1,0 +1,53 @@
+"""The on-disk state of a qdrant-edge shard, read without loading qdrant-edge or qdrant-client
+(the search cache keys warm runs on it; see ragqual.adapters.search_cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+CONFIG_FILE = "edge_config.json"
+
+
+def edge_state(folder: Path, collection: str) -> str | None:
+    """A digest of a collection's shard that every write changes; None when the shard does not exist.
+
+    Built from file contents, not modification times: qdrant-edge rewrites its memory-mapped
+    files (same bytes, new mtime) whenever a shard is loaded or closed. Every update goes through
+    the write-ahead log (wal/) and bumps the segments' versions (segment.json), so hashing those and
+    the configuration files catches any write, ragqual's or anyone else's.
+    """
+    shard = Path(folder) / collection
+    if not (shard / CONFIG_FILE).is_file():
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in shard.rglob("*") if p.is_file() and (p.suffix == ".json" or "wal" in p.relative_to(shard).parts)):
+        digest.update(path.relative_to(shard).as_posix().encode() + b"\0")
+        _hash_data(path, digest)
+    return digest.hexdigest()
+
+
+def _hash_data(path: Path, digest: "hashlib._Hash") -> None:
+    """Feed the file's bytes to `digest`, skipping the holes of a sparse file (qdrant-edge
+    preallocates 32 MB log segments that are mostly holes), each extent with its offset."""
+    with path.open("rb") as handle:
+        fd, size, offset = handle.fileno(), path.stat().st_size, 0
+        while offset < size:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+                end = os.lseek(fd, start, os.SEEK_HOLE)
+            except (OSError, AttributeError):  # no data after offset, or no sparse-file support
+                start, end = (offset, size) if not hasattr(os, "SEEK_DATA") else (size, size)
+            if start >= size:
+                return
+            handle.seek(start)
+            digest.update(str(start).encode() + b":")
+            remaining = end - start
+            while remaining > 0:
+                block = handle.read(min(remaining, 1 << 20))
+                if not block:
+                    return
+                digest.update(block)
+                remaining -= len(block)
+            offset = end
