@@ -74,12 +74,7 @@ def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tm
     assert code == 1
     assert f"chunk {target.payload['chunk_id']!r} comes from {stranger}" in output
 
-    # the edited point no longer carries ragqual's proof of ownership, so ingest deletes nothing
-    # and names it; once its owner removes it, ingest rebuilds the eval points
-    code, output = _main(capsys, "corpus", "ingest")
-    assert code == 1 and str(target.id) in output
-    client = open_edge(workdir / "eval-results" / "qdrant-edge")
-    client.delete("ragqual_kb", points_selector=[target.id])
-    client.close()
-    assert invoke("corpus", "ingest").exit_code == 0
+    # ragqual's own point, edited by someone: ingest rebuilds it from the corpus, with a warning
+    with pytest.warns(UserWarning, match="edited after they were ingested"):
+        assert invoke("corpus", "ingest").exit_code == 0  # the fix the message names
     assert invoke("retrieval").exit_code == 0
