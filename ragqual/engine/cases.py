@@ -18,7 +18,6 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,14 +35,8 @@ MAX_CASE_ID = 128
 def valid_case_id(value: Any) -> bool:
     """A case id is the audit key shared by every table: a UUID, or a stable text id that a
     subject owns (the RAG subject uses each golden's own id, so both tiers name a question the
-    same way). A bare number is refused: it reads like a row id."""
-    if not isinstance(value, str) or not value or value != value.strip() or len(value) > MAX_CASE_ID:
-        return False
-    try:
-        uuid.UUID(value)
-        return True
-    except ValueError:
-        return not value.isdigit()
+    same way; a TREC topic's id is a number such as `3`)."""
+    return isinstance(value, str) and bool(value) and value == value.strip() and len(value) <= MAX_CASE_ID
 
 
 @dataclass(frozen=True)
@@ -60,7 +53,7 @@ class Case:
     def __post_init__(self) -> None:
         if not valid_case_id(self.id):
             raise InputError(f"case {self.slug!r}: id must be a UUID or a stable text id such as a golden's "
-                             f"id (not a bare number, at most {MAX_CASE_ID} characters), got {self.id!r}")
+                             f"id (at most {MAX_CASE_ID} characters, no surrounding spaces), got {self.id!r}")
         if not isinstance(self.slug, str) or not self.slug.strip():
             raise InputError(f"case {self.id}: slug must be a non-empty string")
         object.__setattr__(self, "assertions", tuple(self.assertions))

@@ -83,7 +83,7 @@ def test_an_unknown_package_is_an_input_error():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"id": "12"}, "UUID"), ({"slug": ""}, "slug"), ({"input": object()}, "JSON"),
+    ({"id": " 12"}, "UUID"), ({"id": "x" * 129}, "UUID"), ({"slug": ""}, "slug"), ({"input": object()}, "JSON"),
     ({"assertions": ("not an assertion",)}, "not an Assertion"),
 ])
 def test_case_validation(kwargs, message):
