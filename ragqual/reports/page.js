@@ -31,6 +31,9 @@
       });
       if (count) { count.textContent = shown + " shown"; }
     });
+    // A link can carry a filter: page.html#filter=near-miss opens with those rows only.
+    var given = /[#&]filter=([^&]*)/.exec(window.location.hash);
+    if (given) { input.value = decodeURIComponent(given[1]); input.dispatchEvent(new Event("input")); }
   });
   document.querySelectorAll("script[type='application/vnd.vegalite+json']").forEach(function (s) {
     var target = document.getElementById(s.getAttribute("data-target"));

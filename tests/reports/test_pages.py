@@ -1,0 +1,78 @@
+"""The HTML reports as files: self-contained, deterministic, tables readable without scripts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.cli.conftest import invoke
+from tests.reports.pages import resource_references, table_rows
+
+KINDS = ("eval", "run-retrieval", "run-generation", "compare", "history", "matrix")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_page_references_no_http_resource(reports, kind):
+    text = reports.pages[kind].read_text(encoding="utf-8")
+    assert resource_references(text) == []
+    assert "<script src" not in text and "<link " not in text
+    assert text.count("vegaEmbed(") >= 1  # the chart library is inline, not fetched
+
+
+def test_resource_check_catches_every_way_a_page_could_fetch():
+    for bad in ('<script src="https://cdn.example/x.js"></script>', "<link href='http://x/y.css'>",
+                "<style>b{background:url(https://x/y.png)}</style>", "<style>@import 'https://x/y.css';</style>",
+                '<img src=//x/y.png>', 'fetch("https://x/data.json")'):
+        assert resource_references(bad), bad
+
+
+def test_the_same_history_gives_the_same_bytes(reports, tmp_path):
+    for args in (["report", str(reports.generation_run)], ["compare", f"{reports.retrieval_run}:dense",
+                                                           f"{reports.retrieval_run}:hybrid"], ["history"]):
+        first, second = tmp_path / "a.html", tmp_path / "b.html"
+        for out in (first, second):
+            assert invoke(*args, "--format", "html", "-o", str(out)).exit_code == 0
+        assert first.read_bytes() == second.read_bytes(), args
+
+
+def test_eval_writes_the_page_beside_the_markdown(reports):
+    page = reports.pages["eval"]
+    assert page.name == f"eval-run{reports.generation_run}.html"
+    assert page.with_suffix(".md").is_file()
+    assert page.stat().st_size <= 5 * 1024 * 1024
+
+
+def test_the_question_table_is_server_rendered_with_every_slot(reports):
+    text = reports.pages["run-generation"].read_text(encoding="utf-8")
+    rows = table_rows(text, "questions")
+    assert len(rows) == 24 * 3  # one row per question and mode (the mock model), repeats inside
+    detail = text[text.index('id="questions"'):]
+    assert "<b>question</b>" in detail and "<b>context</b>" in detail and "<b>answer</b>" in detail
+    assert re.search(r"(PASS|FAIL) correctness \(assertion [0-9a-f]{8} v\d+, weight", detail)
+
+
+def test_the_compare_page_names_the_verdict_and_every_metric_row(reports):
+    text = reports.pages["compare"].read_text(encoding="utf-8")
+    assert re.search(r'<p class="verdict">(INCONCLUSIVE|EQUIVALENT|IMPROVEMENT|REGRESSION|NOTHING)', text)
+    for metric in ("recall@5", "mrr", "ndcg@10"):
+        assert f"dense-&gt;hybrid | {metric}" in text or f'"dense->hybrid | {metric}"' in text
+
+
+def test_the_history_page_colours_by_corpus_fingerprint(reports):
+    text = reports.pages["history"].read_text(encoding="utf-8")
+    assert '"field":"fingerprint"' in text and "corpus fingerprint" in text
+
+
+def test_output_file_needs_the_html_format(reports, tmp_path, capsys):
+    from ragqual.cli.main import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["report", str(reports.retrieval_run), "-o", str(tmp_path / "x.html")])
+    assert caught.value.code == 2 and "--format html" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_html_without_output_file_prints_the_page(reports):
+    result = invoke("history", "--format", "html")
+    assert result.exit_code == 0 and result.stdout.startswith("<!DOCTYPE html>")
