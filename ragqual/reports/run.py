@@ -16,6 +16,7 @@ from ragqual.store.case_reads import case_definitions
 from ragqual.store.generation_reads import ModeLine, mode_lines
 from ragqual.store.queries import metric_frame
 from ragqual.store.records import RunInfo
+from ragqual.store.retrieval_reads import retrieval_hits
 from ragqual.store.trial_reads import Scoring, StoredTrial, run_answers, run_scorings, run_trials
 
 HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextRecall",
@@ -65,6 +66,41 @@ def decomposition_chart(lines: Sequence[ModeLine]) -> alt.LayerChart:
             tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=".3f")]))
     return alt.layer(*layers).properties(title="correctness per mode (black tick: the mock line)",
                                          width=max(240, 120 * len(modes)), height=220)
+
+
+HIT_KINDS = ("relevant", "non-relevant", "refusal question")
+
+
+def hit_kind(doc_id: str, golden: dict[str, Any]) -> str:
+    """A hit of a question that expects a refusal, of one of its relevant documents, or neither."""
+    if golden.get("expectRefusal"):
+        return "refusal question"
+    return "relevant" if doc_id in set(golden.get("relevantDocIds") or ()) else "non-relevant"
+
+
+def hits_frame(engine: Engine, run_id: int) -> pd.DataFrame:
+    hits = retrieval_hits(engine, run_id)
+    definitions = case_definitions(engine, sorted({h.query_id for h in hits}))
+    rows = [(h.strategy, hit_kind(h.doc_id, _golden(definitions.get(h.query_id, {}))), round(h.score, 4))
+            for h in hits]
+    return pd.DataFrame(rows, columns=["strategy", "kind", "score"])
+
+
+def similarity_histograms(hits: pd.DataFrame) -> alt.VConcatChart:
+    """Overlaid histograms of hit scores by kind, one panel per strategy, each binned on its own range
+    (a strategy's scores have their own scale: cosine, BM25, fused ranks)."""
+    colour = alt.Color("kind:N", scale=alt.Scale(domain=list(HIT_KINDS), range=["#2e7d32", "#9e9e9e", "#c62828"]),
+                       title="hit of")
+    panels = [
+        alt.Chart(alt.Data(values=page.records(hits[hits["strategy"] == strategy]))).mark_bar(
+            opacity=0.55, binSpacing=0).encode(
+            x=alt.X("score:Q", bin=alt.Bin(maxbins=40), title=f"{strategy}: score of the hit"),
+            y=alt.Y("count():Q", stack=None, title="hits"), color=colour,
+            tooltip=["kind:N", alt.Tooltip("count():Q", title="hits")],
+        ).properties(width=700, height=130)
+        for strategy in dict.fromkeys(hits["strategy"])
+    ]
+    return alt.vconcat(*panels)
 
 
 # -- the per-question table ---------------------------------------------------------------------------
@@ -187,7 +223,7 @@ def run_body(engine: Engine, info: RunInfo, sections: Sequence[tuple[str, pd.Dat
     metrics = metric_frame(engine, info.id)
     questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
     if info.kind in ("retrieval", "sweep") or (not questions.empty and not run_trials_exist(engine, info.id)):
-        return _retrieval_body(engine, questions, sections, prefix)
+        return _retrieval_body(engine, info.id, questions, sections, prefix)
     return _trial_body(engine, info, sections, prefix)
 
 
@@ -195,8 +231,8 @@ def run_trials_exist(engine: Engine, run_id: int) -> bool:
     return bool(run_trials(engine, run_id))
 
 
-def _retrieval_body(engine: Engine, questions: pd.DataFrame, sections: Sequence[tuple[str, pd.DataFrame]],
-                    prefix: str) -> list[str]:
+def _retrieval_body(engine: Engine, run_id: int, questions: pd.DataFrame,
+                    sections: Sequence[tuple[str, pd.DataFrame]], prefix: str) -> list[str]:
     parts: list[str] = []
     table = sections[0][1] if sections else pd.DataFrame()
     key = "strategy" if "strategy" in table.columns else None
@@ -210,12 +246,23 @@ def _retrieval_body(engine: Engine, questions: pd.DataFrame, sections: Sequence[
         metric = "recall@5" if "recall@5" in set(questions["metric"]) else sorted(set(questions["metric"]))[0]
         tags = per_tag_frame(engine, questions, metric)
         strategies = [c for c in tags.columns if c != "tag"]
+        parts += _hits_section(engine, run_id, prefix)
         parts.append(page.section(f"{metric} per tag", page.chart(
             f"{prefix}tags", bars(tags, "tag", strategies, f"{metric} per tag and strategy"),
             "Which kinds of question each strategy misses.")))
         rows, headers = _retrieval_rows(engine, questions)
         parts.append(page.section("per question", _question_table(rows, headers)))
     return parts
+
+
+def _hits_section(engine: Engine, run_id: int, prefix: str) -> list[str]:
+    hits = hits_frame(engine, run_id)
+    if hits.empty:
+        return []
+    return [page.section("similarity of the hits", page.chart(
+        f"{prefix}similarity", similarity_histograms(hits),
+        "Where a similarity cut-off (--threshold) could separate relevant hits from the rest: green overlapping "
+        "grey means no cut-off keeps one without the other; red is what a refusal question retrieves."))]
 
 
 def _trial_body(engine: Engine, info: RunInfo, sections: Sequence[tuple[str, pd.DataFrame]], prefix: str) -> list[str]:

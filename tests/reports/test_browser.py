@@ -17,7 +17,7 @@ from tests.reports.test_pages import KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "eval-results" / "reports" / "screenshots"  # CI keeps this folder as an artefact
-EXPECTED_CHARTS = {"eval": 4, "run-retrieval": 2, "run-generation": 2, "compare": 2, "history": 3, "matrix": 1}
+EXPECTED_CHARTS = {"eval": 5, "run-retrieval": 3, "run-generation": 2, "compare": 2, "history": 3, "matrix": 1}
 
 
 @pytest.fixture(scope="module", autouse=True)

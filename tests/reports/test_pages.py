@@ -76,3 +76,22 @@ def test_output_file_needs_the_html_format(reports, tmp_path, capsys):
 def test_html_without_output_file_prints_the_page(reports):
     result = invoke("history", "--format", "html")
     assert result.exit_code == 0 and result.stdout.startswith("<!DOCTYPE html>")
+
+
+def test_hits_are_classed_by_the_golden():
+    from ragqual.reports.run import hit_kind
+
+    golden = {"relevantDocIds": ["cpr-adult"], "expectRefusal": False}
+    assert hit_kind("cpr-adult", golden) == "relevant"
+    assert hit_kind("hypothermia", golden) == "non-relevant"
+    assert hit_kind("cpr-adult", {"relevantDocIds": [], "expectRefusal": True}) == "refusal question"
+
+
+def test_the_retrieval_page_plots_every_stored_hit(reports):
+    import sqlite3
+
+    text = reports.pages["run-retrieval"].read_text(encoding="utf-8")
+    db = sqlite3.connect(reports.root / "eval-results" / "eval.db")
+    stored = db.execute("SELECT COUNT(*) FROM retrieval_results WHERE run_id = ?", (reports.retrieval_run,)).fetchone()[0]
+    assert stored > 0
+    assert len(re.findall(r'\{"kind":"(?:relevant|non-relevant|refusal question)","score":', text)) == stored
