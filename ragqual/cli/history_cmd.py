@@ -122,9 +122,10 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         return
     frame = history_frame(engine, kind, metrics, limit or None, scorer_name, scorer_version)
     if fmt == "html":
-        from ragqual.reports.history import history_page
+        from ragqual.reports.history import history_page, intervals
 
-        emit_page(history_page(frame, _for_display(frame)), output)
+        widths = intervals(engine, frame, scorer_name, scorer_version)
+        emit_page(history_page(frame, _for_display(frame), widths), output)
         return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")

@@ -95,3 +95,21 @@ def test_the_retrieval_page_plots_every_stored_hit(reports):
     stored = db.execute("SELECT COUNT(*) FROM retrieval_results WHERE run_id = ?", (reports.retrieval_run,)).fetchone()[0]
     assert stored > 0
     assert len(re.findall(r'\{"kind":"(?:relevant|non-relevant|refusal question)","score":', text)) == stored
+
+
+def test_the_history_interval_is_z_sd_over_root_n_of_the_question_means():
+    from ragqual.core.stats import question_mean_halfwidth
+
+    assert question_mean_halfwidth([0.0, 1.0]) == pytest.approx(1.959964 * 0.707107 / 1.414214, rel=1e-5)
+    assert question_mean_halfwidth([1.0, 1.0, 1.0]) == 0.0
+    assert question_mean_halfwidth([0.5]) is None
+
+
+def test_the_history_page_draws_an_interval_around_each_mean(reports):
+    text = reports.pages["history"].read_text(encoding="utf-8")
+    points = re.findall(r'"fingerprint":"[0-9a-f]{12}","group":"[^"]+","high":([-\d.e]+|null),"low":([-\d.e]+|null),'
+                        r'"run":"[^"]+","value":([-\d.e]+)', text)
+    assert points and any(h != "null" for h, _, _ in points)
+    for high, low, value in points:
+        if high != "null":
+            assert float(low) <= float(value) <= float(high)
