@@ -177,6 +177,17 @@ def failures_document(engine: Engine, info: RunInfo) -> tuple[str, dict[str, Any
     return f"Failures of run {info.id}", header, [("failures", frame)]
 
 
+def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
+    """A generation run's mode decomposition in words (as `ragqual eval` prints it)."""
+    if info.kind != "generation":
+        return None
+    from ragqual.app.failures import run_gap_causes
+    from ragqual.cli.generation_cmd import decomposition_text
+    from ragqual.store.generation_reads import mode_lines
+
+    return decomposition_text(mode_lines(engine, info.id), run_gap_causes(engine, info.id))
+
+
 # -- the command -------------------------------------------------------------------------------------
 
 def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
@@ -220,7 +231,8 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
     if fmt == "html":
         from ragqual.reports.run import run_page
 
-        emit_page(run_page(app.store(auto_create=False).engine, info, report.title, report.header, report.sections,
-                           report.notes), output)
+        engine = app.store(auto_create=False).engine
+        emit_page(run_page(engine, info, report.title, report.header, report.sections, report.notes,
+                           _verdict_words(engine, info)), output)
         return
     emit_document(report.title, report.header, report.sections, output_format(fmt, app.as_json), report.notes)

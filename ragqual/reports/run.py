@@ -169,7 +169,7 @@ def _trial_rows(engine: Engine, run_id: int) -> tuple[list[tuple[list[str], list
         golden, tags = _golden(first.case_definition), _tags(first.case_definition)
         scored = [p for p in (_newest_pass(scorings.get(t.trial_id, [])) for t in trials) if p is not None]
         contexts = list(dict.fromkeys(t.context or "" for t in trials))
-        detail = (f'<details class="q"><summary>open</summary>{_pre("question", golden.get("query", ""))}'
+        detail = (f'<details class="q"><summary>open</summary>{_pre("question", golden.get("query") or golden)}'
                   + "".join(_pre("context", c) for c in contexts)
                   + _repeats_html(trials, answers, scorings) + "</details>")
         cells = [_cell(first.slug), _cell(variant), _cell(mode), _cell(" ".join(tags)),
@@ -188,7 +188,7 @@ def _retrieval_rows(engine: Engine, questions: pd.DataFrame) -> tuple[list[tuple
     for case_id in sorted(wide.index):
         definition = definitions.get(case_id, {})
         golden, tags = _golden(definition), _tags(definition)
-        detail = (f'<details class="q"><summary>open</summary>{_pre("question", golden.get("query", ""))}'
+        detail = (f'<details class="q"><summary>open</summary>{_pre("question", golden.get("query") or golden)}'
                   f'{_pre("relevant documents", ", ".join(golden.get("relevantDocIds") or []) or "(none: refusal)")}'
                   "</details>")
         cells = [_cell(case_id), _cell(" ".join(tags))] + [_cell(float(wide.loc[case_id, c])) for c in columns]

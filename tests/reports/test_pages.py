@@ -47,6 +47,7 @@ def test_the_question_table_is_server_rendered_with_every_slot(reports):
     text = reports.pages["run-generation"].read_text(encoding="utf-8")
     rows = table_rows(text, "questions")
     assert len(rows) == 24 * 3  # one row per question and mode (the mock model), repeats inside
+    assert '<p class="verdict">mock:' in text  # the mode decomposition in words, as eval prints it
     detail = text[text.index('id="questions"'):]
     assert "<b>question</b>" in detail and "<b>context</b>" in detail and "<b>answer</b>" in detail
     assert re.search(r"(PASS|FAIL) correctness \(assertion [0-9a-f]{8} v\d+, weight", detail)
