@@ -22,7 +22,7 @@ class Reports:
     pages: dict[str, Path]  # kind -> file
 
 
-def write(kind: str, args: list[str], out: Path) -> Path:
+def write(args: list[str], out: Path) -> Path:
     result = invoke(*args, "--format", "html", "-o", str(out))
     assert result.exit_code == 0, result.output
     return out
@@ -37,10 +37,10 @@ def reports(workdir) -> Reports:  # noqa: F811
     out = workdir / "eval-results" / "reports"
     pages = {
         "eval": Path(done["html"]),
-        "run-retrieval": write("run", ["report", str(r)], out / "run-retrieval.html"),
-        "run-generation": write("run", ["report", str(g)], out / "run-generation.html"),
-        "compare": write("compare", ["compare", f"{r}:dense", f"{r}:hybrid", "--by-tag"], out / "compare.html"),
-        "history": write("history", ["history"], out / "history.html"),
-        "matrix": write("matrix", ["matrix", "--run", str(g)], out / "matrix.html"),
+        "run-retrieval": write(["report", str(r)], out / "run-retrieval.html"),
+        "run-generation": write(["report", str(g)], out / "run-generation.html"),
+        "compare": write(["compare", f"{r}:dense", f"{r}:hybrid", "--by-tag"], out / "compare.html"),
+        "history": write(["history"], out / "history.html"),
+        "matrix": write(["matrix", "--run", str(g)], out / "matrix.html"),
     }
     return Reports(workdir, r, g, pages)

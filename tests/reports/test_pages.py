@@ -7,6 +7,7 @@ import re
 import pytest
 
 from tests.cli.conftest import invoke
+from tests.reports.conftest import QUESTIONS
 from tests.reports.pages import resource_references, table_rows
 
 KINDS = ("eval", "run-retrieval", "run-generation", "compare", "history", "matrix")
@@ -46,7 +47,7 @@ def test_eval_writes_the_page_beside_the_markdown(reports):
 def test_the_question_table_is_server_rendered_with_every_slot(reports):
     text = reports.pages["run-generation"].read_text(encoding="utf-8")
     rows = table_rows(text, "questions")
-    assert len(rows) == 24 * 3  # one row per question and mode (the mock model), repeats inside
+    assert len(rows) == QUESTIONS * 3  # one row per question and mode (the mock model), repeats inside
     assert '<p class="verdict">mock:' in text  # the mode decomposition in words, as eval prints it
     detail = text[text.index('id="questions"'):]
     assert "<b>question</b>" in detail and "<b>context</b>" in detail and "<b>answer</b>" in detail
