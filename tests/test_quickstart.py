@@ -31,6 +31,9 @@ def test_ragqual_eval_runs_end_to_end_on_embedded_defaults(tmp_path):
     assert "retrieval (document level)" in proc.stdout and "| mock | oracle |" in proc.stdout
     report = re.search(r"report: (\S+\.md)", proc.stdout).group(1)
     assert Path(report).is_file() and "## Generation" in Path(report).read_text()
+    page = Path(report).with_suffix(".html")  # the bundled evaluation's page: one file, at most 5 MB
+    assert page.is_file() and page.stat().st_size <= 5 * 1024 * 1024
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     db = sqlite3.connect(tmp_path / "eval-results" / "eval.db")
     runs = dict(db.execute("SELECT kind, status FROM v_run_status").fetchall())
     assert runs == {"retrieval": "finished", "generation": "finished"}

@@ -38,7 +38,15 @@ from ragqual.app.comparison import (
 )
 from ragqual.app.gates import incomplete_sources
 from ragqual.cli.context import AppContext
-from ragqual.cli.output import emit_document, format_option, markdown_table, output_format
+from ragqual.cli.output import (
+    check_output,
+    emit_document,
+    emit_page,
+    format_option,
+    markdown_table,
+    output_format,
+    output_option,
+)
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
 from ragqual.errors import GateFailed
@@ -214,13 +222,15 @@ def markdown_comment(comparison: Comparison) -> str:
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
 @click.option("--allow-incomplete", is_flag=True, help="Compare a run whose last event is not `finished` "
               "(every row then names it).")
-@format_option()
+@format_option(html=True)
+@output_option()
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                fmt: str) -> None:
+                fmt: str, output: str | None) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
+    check_output(fmt, output)
     read_store = partial(app.store, auto_create=False)
     base_summary = load_side(base, read_store, scorer_name, scorer_version, allow_incomplete)
     new_summary = load_side(new, read_store, scorer_name, scorer_version, allow_incomplete)
@@ -230,7 +240,7 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
     from_history = not (is_baseline_file(base) and is_baseline_file(new))
     cases = load_case_infos(base_summary, new_summary, read_store, from_history)
     comparison = compare(base_summary, new_summary, options, cases)
-    _emit(comparison, output_format(fmt, app.as_json), incomplete_sources(base_summary, new_summary))
+    _emit(comparison, output_format(fmt, app.as_json), incomplete_sources(base_summary, new_summary), output)
     if comparison.regressions:
         raise GateFailed(verdict_line(comparison))
 
@@ -247,9 +257,14 @@ def mark_incomplete(comparison: Comparison, label: str) -> Comparison:
     )
 
 
-def _emit(comparison: Comparison, fmt: str, incomplete: str = "") -> None:
+def _emit(comparison: Comparison, fmt: str, incomplete: str = "", output: str | None = None) -> None:
     comparison = mark_incomplete(comparison, incomplete)
-    if fmt == "json":
+    if fmt == "html":
+        from ragqual.reports.compare import compare_page
+
+        emit_page(compare_page(comparison, verdict_line(comparison), _sections(comparison),
+                               _text_header(comparison)), output)
+    elif fmt == "json":
         click.echo(json.dumps(comparison_json(comparison), indent=2))
     elif fmt == "markdown":
         click.echo(markdown_comment(comparison))

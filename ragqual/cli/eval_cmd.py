@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import click
 
@@ -21,6 +22,23 @@ from ragqual.cli.retrieval_cmd import build_retriever, retrieval_configs, run_re
 from ragqual.pipeline.report import quality_markdown
 from ragqual.pipeline.retrieval import RetrievalConfig
 from ragqual.subjects.rag import MODES
+
+
+def write_eval_page(app: AppContext, retrieval_run: int, generation_run: int, verdict: str, out_dir: Path) -> Path:
+    """eval-runN.html beside the markdown: both tiers' runs as one self-contained page."""
+    from ragqual.cli.report_cmd import build_report
+    from ragqual.reports.page import write_page
+    from ragqual.reports.run import eval_page
+
+    store = app.store()
+    tiers = []
+    for label, run_id in (("retrieval tier", retrieval_run), ("generation tier", generation_run)):
+        info = store.get_run(run_id)
+        report = build_report(store.engine, info)
+        tiers.append((label, info, report.header, report.sections))
+    path = out_dir / f"eval-run{generation_run}.html"
+    write_page(eval_page(store.engine, tiers, verdict), path)
+    return path
 
 
 @click.command("eval")
@@ -61,9 +79,10 @@ def eval_cmd(app: AppContext, corpus_opts, models, repeats, limit, tags, max_con
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"eval-run{generation.run_id}.md"
         path.write_text(report, encoding="utf-8")
+        html_path = write_eval_page(app, retrieval.run_id, generation.run_id, decomposition, out_dir)
         if app.as_json:
             click.echo(json.dumps({"retrieval_run": retrieval.run_id, "generation_run": generation.run_id,
-                                   "report": str(path), "seconds": round(elapsed, 1)}))
+                                   "report": str(path), "html": str(html_path), "seconds": round(elapsed, 1)}))
             return
         overall = {name: q["overall"] for name, q in retrieval.report["quality"].items()}
         click.echo("retrieval (document level):")
@@ -71,4 +90,4 @@ def eval_cmd(app: AppContext, corpus_opts, models, repeats, limit, tags, max_con
             click.echo(f"  {name:<7} recall@5 {values.get('recall@5')}  mrr {values.get('mrr')}  ndcg@10 {values.get('ndcg@10')}  "
                        f"nonEmptyRefusal {values.get('nonEmptyRefusal')}")
         click.echo("\ngeneration:\n" + mode_table(generation.lines) + "\n\n" + decomposition)
-        click.echo(f"\nreport: {path}  ({elapsed:.1f} s; `ragqual report --last` and `ragqual history` read it back)")
+        click.echo(f"\nreport: {path}  (page: {html_path})  ({elapsed:.1f} s; `ragqual report --last` and `ragqual history` read it back)")

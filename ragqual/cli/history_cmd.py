@@ -18,7 +18,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.cli.context import AppContext
-from ragqual.cli.output import emit_frame, format_option, output_format
+from ragqual.cli.output import check_output, emit_frame, emit_page, format_option, output_format, output_option
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import metric_means, runs_frame, score_means
 from ragqual.store.summaries import PASS, SCORE
@@ -99,20 +99,34 @@ def _for_case_display(frame: pd.DataFrame) -> pd.DataFrame:
               help="One question across every run: pass/score per run (trials) or its metrics (retrieval).")
 @click.option("--scorer-version", type=int,
               help="Pin the scorer version (default: each trial's newest scoring, e.g. after `ragqual rescore`).")
-@format_option()
+@format_option(html=True)
+@output_option()
 @click.pass_obj
 def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], limit: int, scorer_name: str,
-                golden_id: str | None, scorer_version: int | None, fmt: str) -> None:
+                golden_id: str | None, scorer_version: int | None, fmt: str, output: str | None) -> None:
     """List the runs over time: git sha, corpus fingerprint, status and headline metrics."""
+    check_output(fmt, output)
     fmt = output_format(fmt, app.as_json)
     engine = app.store(auto_create=False).engine
     if golden_id is not None:
         from ragqual.app.case_history import case_history
 
         frame = case_history(engine, golden_id, metrics, scorer_name)
+        if fmt == "html":
+            from ragqual.reports.page import document_page
+
+            emit_page(document_page(f"ragqual history of {golden_id}", {}, [("runs", _for_case_display(frame))]),
+                      output)
+            return
         emit_frame(_for_case_display(frame) if fmt in ("table", "markdown") else frame, fmt)
         return
     frame = history_frame(engine, kind, metrics, limit or None, scorer_name, scorer_version)
+    if fmt == "html":
+        from ragqual.reports.history import history_page, intervals
+
+        widths = intervals(engine, frame, scorer_name, scorer_version)
+        emit_page(history_page(frame, _for_display(frame), widths), output)
+        return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")
         return

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import click
+import pandas as pd
 
 from ragqual.app.gates import require_finished
 from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import corpus_options, load_corpus_context
 from ragqual.cli.generation_cmd import fmt3, pick_goldens, run_generation, sampling_options
+from ragqual.cli.output import check_output, emit_page, output_option
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import RetrievalConfig
 from ragqual.store.generation_reads import ModeLine, mode_lines
@@ -32,6 +34,12 @@ def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
     return "\n".join(rows)
 
 
+def markdown_frame(table: str) -> pd.DataFrame:
+    """The capability table's rows as a frame (the same cells the text shows)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()]
+    return pd.DataFrame(rows[2:], columns=rows[0])
+
+
 @click.command("matrix")
 @corpus_options
 @click.option("--models", metavar="A,B,C", help="Comma-separated model URIs (mock is always added).")
@@ -44,10 +52,14 @@ def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
 @click.option("--num-predict", type=int, default=None, help="Maximum answer tokens.")
 @click.option("--scorer-version", type=int, help="Pin the scorer version (default: each trial's newest scoring).")
 @click.option("--allow-incomplete", is_flag=True, help="With --run: show a run whose last event is not `finished`.")
+@click.option("--format", "fmt", type=click.Choice(["table", "html"]), default="table", show_default=True,
+              help="html: one self-contained page with the heatmap, written to -o FILE or printed.")
+@output_option()
 @click.pass_obj
 def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, repeats, ollama_host, num_predict,
-               scorer_version, allow_incomplete) -> None:
+               scorer_version, allow_incomplete, fmt, output) -> None:
     """Capability table of several models: the artefact to look up when someone reports a bad answer."""
+    check_output(fmt, output)
     if (models is None) == (run_id is None):
         raise InputError("give --models A,B,C to run the models, or --run RUN_ID to show a stored run")
     flag = None
@@ -70,6 +82,11 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
         lines = mode_lines(app.store().engine, run_id, scorer_version) if scorer_version else result.lines
     if app.as_json:
         click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines]}, indent=2))
+        return
+    if fmt == "html":
+        from ragqual.reports.matrix import matrix_page
+
+        emit_page(matrix_page(lines, modes, run_id, markdown_frame(capability_table(lines, modes)), flag), output)
         return
     table = capability_table(lines, modes)
     if flag:

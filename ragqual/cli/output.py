@@ -14,9 +14,36 @@ FORMATS = ("table", "markdown", "json", "csv")
 DIGITS = 4
 
 
-def format_option(default: str = "table"):  # -> click decorator
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default=default, show_default=True,
-                        help="Output format (the global --json flag means json).")
+def format_option(default: str = "table", html: bool = False):  # -> click decorator
+    choices = FORMATS + (("html",) if html else ())
+    return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
+                        help="Output format (the global --json flag means json; html: one self-contained page, "
+                             "written to -o FILE or printed).")
+
+
+def output_option():  # -> click decorator
+    return click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
+                        help="Write the report to FILE instead of printing it (with --format html).")
+
+
+def check_output(fmt: str, output: str | None) -> None:
+    if output is not None and fmt != "html":
+        from ragqual.errors import InputError
+
+        raise InputError("-o/--output writes an HTML page: add --format html")
+
+
+def emit_page(text: str, output: str | None) -> None:
+    """An HTML page to FILE (written whole, or not at all) or to stdout."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from pathlib import Path
+
+    from ragqual.reports.page import write_page
+
+    write_page(text, Path(output))
+    click.echo(f"wrote {output}", err=True)
 
 
 def frame_to_text(frame: pd.DataFrame, fmt: str) -> str:

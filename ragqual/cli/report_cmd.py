@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from ragqual.app.failures import failure_rows
 from ragqual.cli.context import AppContext
-from ragqual.cli.output import emit_document, format_option, output_format
+from ragqual.cli.output import check_output, emit_document, emit_page, format_option, output_format, output_option
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.errors import InputError
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
@@ -177,6 +177,17 @@ def failures_document(engine: Engine, info: RunInfo) -> tuple[str, dict[str, Any
     return f"Failures of run {info.id}", header, [("failures", frame)]
 
 
+def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
+    """A generation run's mode decomposition in words (as `ragqual eval` prints it)."""
+    if info.kind != "generation":
+        return None
+    from ragqual.app.failures import run_gap_causes
+    from ragqual.cli.generation_cmd import decomposition_text
+    from ragqual.store.generation_reads import mode_lines
+
+    return decomposition_text(mode_lines(engine, info.id), run_gap_causes(engine, info.id))
+
+
 # -- the command -------------------------------------------------------------------------------------
 
 def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
@@ -194,20 +205,34 @@ def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
 @click.option("--by", "by", multiple=True, type=click.Choice(["tag", "variant", "mode", "strategy"]),
               help="Group by this (repeatable; default variant and mode, or strategy for retrieval runs, "
                    "which --by tag splits further).")
-@format_option()
+@format_option(html=True)
+@output_option()
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Which scorer's scores to show.")
 @click.option("--scorer-version", type=int, help="Show this scorer version (default: each trial's newest).")
 @click.option("--failures", is_flag=True,
               help="List every failing trial: which assertion failed and why, and the measured cause "
                    "(missed document, fact not in the injected chunks, out-of-corpus answered, near-miss, model).")
 @click.pass_obj
-def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str,
+def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str, output: str | None,
                scorer_name: str, scorer_version: int | None, failures: bool) -> None:
     """Summarise one run from the history: metrics per group, Pass%, unstable questions, cost."""
+    check_output(fmt, output)
     info = resolve_run(app, run_id, last)
     if failures:
-        emit_document(*failures_document(app.store(auto_create=False).engine, info),
-                      output_format(fmt, app.as_json))
+        document = failures_document(app.store(auto_create=False).engine, info)
+        if fmt == "html":
+            from ragqual.reports.page import document_page
+
+            emit_page(document_page(*document), output)
+            return
+        emit_document(*document, output_format(fmt, app.as_json))
         return
     report = build_report(app.store(auto_create=False).engine, info, by, scorer_name, scorer_version)
+    if fmt == "html":
+        from ragqual.reports.run import run_page
+
+        engine = app.store(auto_create=False).engine
+        emit_page(run_page(engine, info, report.title, report.header, report.sections, report.notes,
+                           _verdict_words(engine, info)), output)
+        return
     emit_document(report.title, report.header, report.sections, output_format(fmt, app.as_json), report.notes)

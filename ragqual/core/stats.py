@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import NormalDist
 from typing import NamedTuple
@@ -201,6 +202,16 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def question_mean_halfwidth(per_question: Sequence[float], confidence: float = 0.95) -> float | None:
+    """Half-width of the normal-approximation interval of a mean over questions (z * sd / sqrt(n),
+    sample sd); None with fewer than two questions, where no spread can be measured."""
+    n = len(per_question)
+    if n < 2:
+        return None
+    z = normal_quantile(1 - (1 - confidence) / 2)
+    return z * statistics.stdev(per_question) / math.sqrt(n)
 
 
 def newcombe_paired_interval(counts: PairedCounts, confidence: float = 0.95) -> tuple[float, float]:

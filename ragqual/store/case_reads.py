@@ -85,3 +85,21 @@ def case_metric_rows(engine: Engine, golden_id: str) -> list[dict[str, Any]]:
     """Every per-question metric row without a trial (retrieval runs) of the question."""
     with engine.connect() as conn:
         return [dict(row._mapping) for row in conn.execute(text(CASE_METRICS_SQL), {"golden": golden_id})]
+
+
+def case_definitions(engine: Engine, case_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """case id -> its newest stored definition (the golden itself for retrieval cases)."""
+    if not case_ids:
+        return {}
+    query = text("SELECT case_id, definition FROM cases WHERE case_id IN :ids ORDER BY id").bindparams(
+        bindparam("ids", expanding=True))
+    with engine.connect() as conn:
+        rows = conn.execute(query, {"ids": sorted(set(case_ids))}).all()
+    out: dict[str, dict[str, Any]] = {}
+    for case_id, definition in rows:  # later rows win
+        try:
+            data = json.loads(definition or "{}")
+        except json.JSONDecodeError:
+            data = {}
+        out[case_id] = data if isinstance(data, dict) else {}
+    return out

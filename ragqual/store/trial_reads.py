@@ -208,29 +208,45 @@ class Scoring:
 
 def scoring_history(engine: Engine, trial_id: int) -> list[Scoring]:
     """Every scoring a trial has had, oldest first."""
+    return _scorings(engine, TrialScore.trial_id == trial_id, AssertionResult.trial_id == trial_id).get(trial_id, [])
+
+
+def run_scorings(engine: Engine, run_id: int) -> dict[int, list[Scoring]]:
+    """trial id -> every scoring it has had, oldest first, for every trial of a run (one query each)."""
+    trials = select(Trial.id).where(Trial.run_id == run_id)
+    return _scorings(engine, TrialScore.trial_id.in_(trials), AssertionResult.trial_id.in_(trials))
+
+
+def _scorings(engine: Engine, score_filter: Any, result_filter: Any) -> dict[int, list[Scoring]]:
     with Session(engine) as session:
-        scores = session.execute(
-            select(TrialScore).where(TrialScore.trial_id == trial_id).order_by(TrialScore.id)
-        ).scalars().all()
+        scores = session.execute(select(TrialScore).where(score_filter).order_by(TrialScore.id)).scalars().all()
         results = session.execute(
-            select(AssertionResult).where(AssertionResult.trial_id == trial_id).order_by(AssertionResult.id)
-        ).scalars().all()
-        order: dict[str, tuple[int, datetime]] = {}
-        by_batch_scores: dict[str, list[ScoreEntry]] = {}
-        by_batch_results: dict[str, list[AssertionResultRow]] = {}
+            select(AssertionResult).where(result_filter).order_by(AssertionResult.id)).scalars().all()
+        order: dict[tuple[int, str], tuple[int, datetime]] = {}
+        by_batch_scores: dict[tuple[int, str], list[ScoreEntry]] = {}
+        by_batch_results: dict[tuple[int, str], list[AssertionResultRow]] = {}
         for s in scores:
-            order.setdefault(s.batch, (s.id, s.created_at))
-            by_batch_scores.setdefault(s.batch, []).append(ScoreEntry(
+            key = (s.trial_id, s.batch)
+            order.setdefault(key, (s.id, s.created_at))
+            by_batch_scores.setdefault(key, []).append(ScoreEntry(
                 s.scorer_name, s.scorer_version, s.score, bool(s.perfect), json.loads(s.per_category)))
         for a in results:
-            order.setdefault(a.batch, (10**12 + a.id, a.created_at))
-            by_batch_results.setdefault(a.batch, []).append(AssertionResultRow(
+            key = (a.trial_id, a.batch)
+            order.setdefault(key, (10**12 + a.id, a.created_at))
+            by_batch_results.setdefault(key, []).append(AssertionResultRow(
                 a.assertion_id, a.assertion_version, a.category, a.weight, bool(a.passed), a.detail))
-    batches = sorted(order, key=lambda b: (order[b][1], order[b][0]))
-    return [
-        Scoring(b, order[b][1], tuple(by_batch_scores.get(b, ())), tuple(by_batch_results.get(b, ())))
-        for b in batches
-    ]
+    out: dict[int, list[Scoring]] = {}
+    for key in sorted(order, key=lambda k: (k[0], order[k][1], order[k][0])):
+        out.setdefault(key[0], []).append(Scoring(
+            key[1], order[key][1], tuple(by_batch_scores.get(key, ())), tuple(by_batch_results.get(key, ()))))
+    return out
+
+
+def run_answers(engine: Engine, run_id: int) -> dict[int, Any]:
+    """trial id -> its parsed output (the answer as scored), decoded like every JSON column."""
+    query = select(Trial.id, Trial.parsed_output).where(Trial.run_id == run_id)
+    with Session(engine) as session:
+        return {r[0]: _load(r[1]) for r in session.execute(query).all()}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,45 @@
+"""The matrix page: a heatmap of models x modes x metrics (correctness, refusal, pass rate)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+from ragqual.reports import page
+
+METRICS = (("correctness", "correctness"), ("refusal", "refusal"), ("pass_rate", "pass"))
+
+
+def matrix_frame(lines: Sequence[object], modes: Sequence[str]) -> pd.DataFrame:
+    rows = [{"model": ln.variant, "mode": ln.mode, "metric": label, "value": getattr(ln, attr)}
+            for ln in lines if ln.mode in modes for attr, label in METRICS]
+    return pd.DataFrame(rows, columns=["model", "mode", "metric", "value"])
+
+
+def heatmap(frame: pd.DataFrame, modes: Sequence[str]) -> alt.FacetChart:
+    models = list(dict.fromkeys(frame["model"]))
+    data = alt.Data(values=page.records(frame))
+    base = alt.Chart(data).encode(
+        x=alt.X("mode:N", sort=list(modes), title=None), y=alt.Y("model:N", sort=models, title=None))
+    cells = base.mark_rect().encode(
+        color=alt.Color("value:Q", scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen"), title="value"),
+        tooltip=["model:N", "mode:N", "metric:N", alt.Tooltip("value:Q", format=".3f")])
+    text = base.mark_text(fontSize=12).encode(text=alt.Text("value:Q", format=".2f"))
+    return alt.layer(cells, text).properties(width=70 * len(modes), height=max(40, 32 * len(models))).facet(
+        column=alt.Column("metric:N", sort=[label for _, label in METRICS], title=None))
+
+
+def matrix_page(lines: Sequence[object], modes: Sequence[str], run_id: int, table_frame: pd.DataFrame,
+                flag: str | None = None) -> str:
+    frame = matrix_frame(lines, modes)
+    parts = [page.note(f"run {run_id}. A user's model scoring near its row is at its ceiling; well below it is "
+                       "worth investigating (their config or our code). The mock row is the reference line.")]
+    if flag:
+        parts.append(page.verdict(f"incomplete run: {flag}"))
+    if not frame.dropna(subset=["value"]).empty:
+        parts.append(page.chart("matrix-heatmap", heatmap(frame, modes),
+                                "Each cell: the model's mean in that mode (0 red .. 1 green); blank = no value."))
+    parts.append(page.section("capability table", page.table(table_frame)))
+    return page.render(f"ragqual matrix: run {run_id}", parts)

@@ -1,0 +1,44 @@
+// Sorting and filtering of server-rendered tables; the tables read the same without it.
+(function () {
+  function cellValue(row, i) {
+    var c = row.cells[i]; var v = c ? c.getAttribute("data-v") : null;
+    if (v === null) { v = c ? c.textContent.trim() : ""; }
+    var n = parseFloat(v);
+    return v !== "" && !isNaN(n) && isFinite(v) ? n : v.toLowerCase();
+  }
+  document.querySelectorAll("table[data-sortable] th[data-sort]").forEach(function (th) {
+    th.addEventListener("click", function () {
+      var table = th.closest("table"), body = table.tBodies[0], i = th.cellIndex;
+      var asc = th.getAttribute("data-dir") !== "asc";
+      th.setAttribute("data-dir", asc ? "asc" : "desc");
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = cellValue(a, i), y = cellValue(b, i);
+        return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1);
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+  document.querySelectorAll("input[data-filter]").forEach(function (input) {
+    var table = document.getElementById(input.getAttribute("data-filter"));
+    var count = document.getElementById(input.getAttribute("data-filter") + "-count");
+    input.addEventListener("input", function () {
+      var words = input.value.toLowerCase().split(/\s+/).filter(Boolean), shown = 0;
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+        var text = (row.getAttribute("data-text") || row.textContent).toLowerCase();
+        var keep = words.every(function (w) { return text.indexOf(w) >= 0; });
+        row.hidden = !keep; if (keep) { shown += 1; }
+      });
+      if (count) { count.textContent = shown + " shown"; }
+    });
+    // A link can carry a filter: page.html#filter=near-miss opens with those rows only.
+    var given = /[#&]filter=([^&]*)/.exec(window.location.hash);
+    if (given) { input.value = decodeURIComponent(given[1]); input.dispatchEvent(new Event("input")); }
+  });
+  document.querySelectorAll("script[type='application/vnd.vegalite+json']").forEach(function (s) {
+    var target = document.getElementById(s.getAttribute("data-target"));
+    vegaEmbed(target, JSON.parse(s.textContent), {actions: false, renderer: "svg"})
+      .then(function () { target.setAttribute("data-drawn", "1"); })
+      .catch(function (e) { console.error("chart " + target.id + ": " + e); });
+  });
+})();

@@ -1,0 +1,298 @@
+"""The run page: provenance, the report's tables, charts of the groups, and a sortable, filterable
+per-question table whose rows open a question's detail (question, context, answers, every
+assertion with its verdict, every scoring it has had)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+from sqlalchemy import Engine
+
+from ragqual.reports import page
+from ragqual.store.case_reads import case_definitions
+from ragqual.store.generation_reads import ModeLine, mode_lines
+from ragqual.store.queries import metric_frame
+from ragqual.store.records import RunInfo
+from ragqual.store.retrieval_reads import retrieval_hits
+from ragqual.store.trial_reads import Scoring, StoredTrial, run_answers, run_scorings, run_trials
+
+HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextRecall",
+            "nonEmptyRefusal")
+QUESTION_TABLE = "questions"
+
+
+def _golden(definition: dict[str, Any]) -> dict[str, Any]:
+    given = definition.get("input")
+    return given if isinstance(given, dict) else definition
+
+
+def _tags(definition: dict[str, Any]) -> list[str]:
+    tags = definition.get("tags") or _golden(definition).get("tags") or []
+    return [str(t) for t in tags] if isinstance(tags, list) else []
+
+
+# -- charts -------------------------------------------------------------------------------------------
+
+def bars(frame: pd.DataFrame, category: str, metrics: Sequence[str], title: str) -> alt.Chart:
+    """Grouped bars: one bar per metric within each category value."""
+    long = frame.melt(id_vars=[category], value_vars=list(metrics), var_name="metric").dropna(subset=["value"])
+    data = alt.Data(values=page.records(long.astype({category: str})))
+    return alt.Chart(data).mark_bar().encode(
+        x=alt.X(f"{category}:N", title=None, axis=alt.Axis(labelAngle=-30, labelLimit=160), sort=list(dict.fromkeys(long[category].astype(str)))),
+        xOffset=alt.XOffset("metric:N", sort=list(metrics)),
+        y=alt.Y("value:Q", title=None), color=alt.Color("metric:N", sort=list(metrics)),
+        tooltip=[f"{category}:N", "metric:N", alt.Tooltip("value:Q", format=".4f")],
+    ).properties(title=title, width=max(240, 22 * len(long)), height=220)
+
+
+def decomposition_chart(lines: Sequence[ModeLine]) -> alt.LayerChart:
+    """Correctness per mode for each model, the mock model's value as a line to compare with."""
+    rows = [{"model": ln.variant, "mode": ln.mode, "correctness": ln.correctness} for ln in lines]
+    frame = pd.DataFrame(rows, columns=["model", "mode", "correctness"]).dropna(subset=["correctness"])
+    modes = list(dict.fromkeys(frame["mode"]))
+    base = alt.Chart(alt.Data(values=page.records(frame[frame["model"] != "mock"]))).encode(
+        x=alt.X("mode:N", sort=modes, title=None, axis=alt.Axis(labelAngle=0)))
+    layers: list[alt.Chart] = [base.mark_bar().encode(
+        xOffset="model:N", y=alt.Y("correctness:Q", scale=alt.Scale(domain=[0, 1])), color="model:N",
+        tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=".3f")])]
+    mock = frame[frame["model"] == "mock"]
+    if not mock.empty:
+        layers.append(alt.Chart(alt.Data(values=page.records(mock))).mark_tick(
+            color="#222", thickness=3, size=60).encode(
+            x=alt.X("mode:N", sort=modes), y="correctness:Q",
+            tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=".3f")]))
+    return alt.layer(*layers).properties(title="correctness per mode (black tick: the mock line)",
+                                         width=max(240, 120 * len(modes)), height=220)
+
+
+HIT_KINDS = ("relevant", "non-relevant", "refusal question")
+
+
+def hit_kind(doc_id: str, golden: dict[str, Any]) -> str:
+    """A hit of a question that expects a refusal, of one of its relevant documents, or neither."""
+    if golden.get("expectRefusal"):
+        return "refusal question"
+    return "relevant" if doc_id in set(golden.get("relevantDocIds") or ()) else "non-relevant"
+
+
+def hits_frame(engine: Engine, run_id: int) -> pd.DataFrame:
+    hits = retrieval_hits(engine, run_id)
+    definitions = case_definitions(engine, sorted({h.query_id for h in hits}))
+    rows = [(h.strategy, hit_kind(h.doc_id, _golden(definitions.get(h.query_id, {}))), round(h.score, 4))
+            for h in hits]
+    return pd.DataFrame(rows, columns=["strategy", "kind", "score"])
+
+
+def similarity_histograms(hits: pd.DataFrame) -> alt.VConcatChart:
+    """Overlaid histograms of hit scores by kind, one panel per strategy, each binned on its own range
+    (a strategy's scores have their own scale: cosine, BM25, fused ranks)."""
+    colour = alt.Color("kind:N", scale=alt.Scale(domain=list(HIT_KINDS), range=["#2e7d32", "#9e9e9e", "#c62828"]),
+                       title="hit of")
+    panels = [
+        alt.Chart(alt.Data(values=page.records(hits[hits["strategy"] == strategy]))).mark_bar(
+            opacity=0.55, binSpacing=0).encode(
+            x=alt.X("score:Q", bin=alt.Bin(maxbins=40), title=f"{strategy}: score of the hit"),
+            y=alt.Y("count():Q", stack=None, title="hits"), color=colour,
+            tooltip=["kind:N", alt.Tooltip("count():Q", title="hits")],
+        ).properties(width=700, height=130)
+        for strategy in dict.fromkeys(hits["strategy"])
+    ]
+    return alt.vconcat(*panels)
+
+
+# -- the per-question table ---------------------------------------------------------------------------
+
+def _question_table(rows: list[tuple[list[str], list[str], str, str]], headers: Sequence[str]) -> str:
+    """rows: (cells, tags, detail html, text the filter searches)."""
+    head = "".join(f"<th data-sort>{page.esc(h)}</th>" for h in headers) + "<th>detail</th>"
+    body = "".join(
+        f'<tr data-text="{page.esc(search)}">' + "".join(cells) + f"<td>{detail}</td></tr>"
+        for cells, _tags, detail, search in rows)
+    return (page.filter_box(QUESTION_TABLE) +
+            f'<div class="tablewrap"><table id="{QUESTION_TABLE}" data-sortable><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'<td class="num">{page.esc(page.fmt_value(value))}</td>'
+    return f"<td>{page.esc(page.fmt_value(value))}</td>"
+
+
+def _pre(label: str, value: Any) -> str:
+    text = page.fmt_value(value) if not isinstance(value, str) else value
+    return f"<div><b>{page.esc(label)}</b><pre>{page.esc(text or '(none)')}</pre></div>"
+
+
+def _scorings_html(scorings: Sequence[Scoring]) -> str:
+    parts = []
+    for n, scoring in enumerate(scorings, start=1):
+        scores = ", ".join(f"{s.scorer_name} v{s.scorer_version}: {s.score:.4f}"
+                           f"{' (pass)' if s.perfect else ' (fail)'}" for s in scoring.scores)
+        items = "".join(
+            f'<li class="{"pass" if a.passed else "fail"}">{"PASS" if a.passed else "FAIL"} '
+            f"{page.esc(a.category)} (assertion {page.esc(a.assertion_id[:8])} v{a.version}, weight {a.weight:g})"
+            f"{': ' + page.esc(a.detail) if a.detail else ''}</li>" for a in scoring.assertions)
+        parts.append(f"<div>scoring {n}: {page.esc(scores) or 'no score'}"
+                     f"<ul>{items}</ul></div>")
+    return "".join(parts)
+
+
+def _newest_pass(scorings: Sequence[Scoring]) -> int | None:
+    scores = [s for scoring in scorings for s in scoring.scores]
+    return int(scores[-1].perfect) if scores else None
+
+
+def _repeats_html(trials: Sequence[StoredTrial], answers: dict[int, Any],
+                  scorings: dict[int, list[Scoring]]) -> str:
+    """Each distinct outcome once (answer and scorings), naming the repeats that gave it."""
+    outcomes: dict[str, list[int]] = {}
+    for t in trials:
+        answer = f"ERROR: {t.error}" if t.error else answers.get(t.trial_id, t.raw_output)
+        body = _pre("answer", answer) + _scorings_html(scorings.get(t.trial_id, []))
+        outcomes.setdefault(body, []).append(t.repeat_index)
+    return "".join(f"<div><b>repeat{'s' if len(r) > 1 else ''} {', '.join(map(str, r))}</b>{body}</div>"
+                   for body, r in outcomes.items())
+
+
+def _trial_rows(engine: Engine, run_id: int) -> tuple[list[tuple[list[str], list[str], str, str]], list[str]]:
+    slots: dict[tuple[str, str, str], list[StoredTrial]] = {}
+    for trial in run_trials(engine, run_id):
+        slots.setdefault((trial.variant, trial.mode, trial.case_id), []).append(trial)
+    answers, scorings = run_answers(engine, run_id), run_scorings(engine, run_id)
+    rows = []
+    for (variant, mode, _case), trials in sorted(slots.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1][0].slug)):
+        first = trials[0]
+        golden, tags = _golden(first.case_definition), _tags(first.case_definition)
+        scored = [p for p in (_newest_pass(scorings.get(t.trial_id, [])) for t in trials) if p is not None]
+        contexts = list(dict.fromkeys(t.context or "" for t in trials))
+        detail = (f'<details class="q"><summary>open</summary>{_pre("question", golden.get("query") or golden)}'
+                  + "".join(_pre("context", c) for c in contexts)
+                  + _repeats_html(trials, answers, scorings) + "</details>")
+        cells = [_cell(first.slug), _cell(variant), _cell(mode), _cell(" ".join(tags)),
+                 _cell(f"{sum(scored)}/{len(scored)}"), _cell(float(sum(scored) / len(scored)) if scored else None)]
+        rows.append((cells, tags, detail, " ".join([first.slug, variant, mode, *tags])))
+    return rows, ["question", "variant", "mode", "tags", "passed", "pass share"]
+
+
+def _retrieval_rows(engine: Engine, questions: pd.DataFrame) -> tuple[list[tuple[list[str], list[str], str, str]], list[str]]:
+    metrics = [m for m in ("recall@5", "mrr") if m in set(questions["metric"])]
+    wide = questions[questions["metric"].isin(metrics)].pivot_table(
+        index="case_id", columns=["group_key", "metric"], values="value", aggfunc="mean")
+    columns = sorted(wide.columns)
+    definitions = case_definitions(engine, list(wide.index))
+    rows = []
+    for case_id in sorted(wide.index):
+        definition = definitions.get(case_id, {})
+        golden, tags = _golden(definition), _tags(definition)
+        detail = (f'<details class="q"><summary>open</summary>{_pre("question", golden.get("query") or golden)}'
+                  f'{_pre("relevant documents", ", ".join(golden.get("relevantDocIds") or []) or "(none: refusal)")}'
+                  "</details>")
+        cells = [_cell(case_id), _cell(" ".join(tags))] + [_cell(float(wide.loc[case_id, c])) for c in columns]
+        rows.append((cells, tags, detail, " ".join([case_id, *tags])))
+    return rows, ["question", "tags", *(f"{s} {m}" for s, m in columns)]
+
+
+def per_tag_frame(engine: Engine, questions: pd.DataFrame, metric: str) -> pd.DataFrame:
+    chosen = questions[questions["metric"] == metric]
+    definitions = case_definitions(engine, chosen["case_id"].unique().tolist())
+    tagged = chosen.assign(tag=chosen["case_id"].map(lambda c: _tags(definitions.get(c, {})) or ["(untagged)"]))
+    tagged = tagged.explode("tag")
+    means = tagged.groupby(["tag", "group_key"])["value"].mean().unstack("group_key").reset_index()
+    return means
+
+
+# -- the page ------------------------------------------------------------------------------------------
+
+def run_page(engine: Engine, info: RunInfo, title: str, header: dict[str, Any],
+             sections: Sequence[tuple[str, pd.DataFrame]], notes: Sequence[str] = (),
+             verdict_text: str | None = None) -> str:
+    """`header`, `sections`, `notes`: the text report's (provenance and tables)."""
+    parts = [page.section("provenance", page.header_list(header))]
+    if verdict_text:
+        parts.insert(0, page.verdict(verdict_text))
+    parts += run_body(engine, info, sections)
+    parts += [page.note(n) for n in notes]
+    return page.render(title, parts)
+
+
+def run_body(engine: Engine, info: RunInfo, sections: Sequence[tuple[str, pd.DataFrame]], prefix: str = "") -> list[str]:
+    metrics = metric_frame(engine, info.id)
+    questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
+    if info.kind in ("retrieval", "sweep") or (not questions.empty and not run_trials_exist(engine, info.id)):
+        return _retrieval_body(engine, info.id, questions, sections, prefix)
+    return _trial_body(engine, info, sections, prefix)
+
+
+def run_trials_exist(engine: Engine, run_id: int) -> bool:
+    return bool(run_trials(engine, run_id))
+
+
+def _retrieval_body(engine: Engine, run_id: int, questions: pd.DataFrame,
+                    sections: Sequence[tuple[str, pd.DataFrame]], prefix: str) -> list[str]:
+    parts: list[str] = []
+    table = sections[0][1] if sections else pd.DataFrame()
+    key = "strategy" if "strategy" in table.columns else None
+    shown = [m for m in HEADLINE if m in table.columns]
+    if key and shown and "tag" not in table.columns:
+        parts.append(page.chart(f"{prefix}strategies", bars(table, key, shown, "headline metrics per strategy"),
+                                "Which strategy finds the relevant documents: higher is better except for "
+                                "nonEmptyRefusal (refusal questions that still got hits)."))
+    parts += page.sections_html(sections)
+    if not questions.empty:
+        metric = "recall@5" if "recall@5" in set(questions["metric"]) else sorted(set(questions["metric"]))[0]
+        tags = per_tag_frame(engine, questions, metric)
+        strategies = [c for c in tags.columns if c != "tag"]
+        parts += _hits_section(engine, run_id, prefix)
+        parts.append(page.section(f"{metric} per tag", page.chart(
+            f"{prefix}tags", bars(tags, "tag", strategies, f"{metric} per tag and strategy"),
+            "Which kinds of question each strategy misses.")))
+        rows, headers = _retrieval_rows(engine, questions)
+        parts.append(page.section("per question", _question_table(rows, headers)))
+    return parts
+
+
+def _hits_section(engine: Engine, run_id: int, prefix: str) -> list[str]:
+    hits = hits_frame(engine, run_id)
+    if hits.empty:
+        return []
+    return [page.section("similarity of the hits", page.chart(
+        f"{prefix}similarity", similarity_histograms(hits),
+        "Where a similarity cut-off (--threshold) could separate relevant hits from the rest: green overlapping "
+        "grey means no cut-off keeps one without the other; red is what a refusal question retrieves."))]
+
+
+def _trial_body(engine: Engine, info: RunInfo, sections: Sequence[tuple[str, pd.DataFrame]], prefix: str) -> list[str]:
+    parts: list[str] = []
+    groups = sections[0][1] if sections else pd.DataFrame()
+    if not groups.empty and "score" in groups.columns:
+        keys = [c for c in ("variant", "mode", "tag") if c in groups.columns]
+        frame = groups.assign(group=groups[keys].astype(str).agg(" / ".join, axis=1),
+                              **{"pass": groups["pass_pct"] / 100.0})
+        parts.append(page.chart(f"{prefix}groups", bars(frame, "group", ["score", "pass"], "score and pass share per group"),
+                                "Mean trial score and the share of trials whose every weighted assertion passed."))
+    lines = mode_lines(engine, info.id) if info.kind == "generation" else []
+    if lines:
+        parts.append(page.section("mode decomposition", page.chart(
+            f"{prefix}modes", decomposition_chart(lines),
+            "oracle: the relevant documents injected; e2e: retrieved; noretrieval: none. The gap between "
+            "oracle and e2e is what retrieval costs; a model below the mock line is worse than a deterministic stub.")))
+    parts += page.sections_html(sections)
+    rows, headers = _trial_rows(engine, info.id)
+    if rows:
+        parts.append(page.section("per question", _question_table(rows, headers)))
+    return parts
+
+
+def eval_page(engine: Engine, tiers: Sequence[tuple[str, RunInfo, dict[str, Any], Sequence[tuple[str, pd.DataFrame]]]],
+              verdict_text: str | None = None) -> str:
+    """`ragqual eval`'s page: each tier's run (label, info, header, report tables) one after the other."""
+    parts = [page.verdict(verdict_text)] if verdict_text else []
+    for n, (label, info, header, sections) in enumerate(tiers):
+        parts.append(f"<h2>{page.esc(label)}: run {info.id}</h2>")
+        parts.append(f'<details><summary>provenance</summary>{page.header_list(header)}</details>')
+        parts += run_body(engine, info, sections, prefix=f"t{n}-")
+    return page.render("ragqual evaluation", parts)
