@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ragqual.core.corpus import Document
+from ragqual.core.corpus import decode_utf8 as decode
 from ragqual.core.goldens import Golden
 from ragqual.core.hashing import sha256_hex
 from ragqual.errors import Issue
@@ -33,7 +34,6 @@ from ragqual.errors import Issue
 BEIR, TREC = "beir", "trec"
 TOPIC_FIELDS = ("title", "desc", "narr")
 BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
-_BOM = b"\xef\xbb\xbf"
 _ID = re.compile(r"\S+")
 _DOC = re.compile(rb"<DOC>(.*?)</DOC>", re.S | re.I)
 _DOCNO = re.compile(r"<DOCNO>(.*?)</DOCNO>", re.S | re.I)
@@ -78,18 +78,6 @@ class Parsed:
 
 
 # --- decoding -----------------------------------------------------------------------------
-
-
-def decode(name: str, data: bytes) -> tuple[str | None, Issue | None]:
-    """UTF-8 text (BOM dropped, line endings normalised), or the Issue naming the bad byte's line."""
-    body = data.removeprefix(_BOM)
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        offset = exc.start + len(data) - len(body)
-        line = data.count(b"\n", 0, offset) + 1
-        return None, Issue(name, line, f"not valid UTF-8 (byte 0x{data[offset]:02x}); convert the file to UTF-8")
-    return text.replace("\r\n", "\n").replace("\r", "\n"), None
 
 
 def _check_id(value: str, what: str, name: str, line: int) -> Issue | None:

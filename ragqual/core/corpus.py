@@ -81,8 +81,9 @@ def _parse_document(name: str, data: bytes) -> tuple[Document | None, list[Issue
     return Document(doc_id=doc_id, filename=filename, text=text, sha256=sha256_hex(data)), []
 
 
-def _decode(name: str, data: bytes) -> tuple[str | None, Issue | None]:
-    """Text of a document, or the Issue saying why it has none."""
+def decode_utf8(name: str, data: bytes) -> tuple[str | None, Issue | None]:
+    """UTF-8 text (BOM dropped, line endings normalised), or the Issue naming the bad byte's line.
+    One rule for every file ragqual reads as text: corpus documents and standard collections."""
     body = data.removeprefix(_BOM)
     try:
         text = body.decode("utf-8")
@@ -90,6 +91,14 @@ def _decode(name: str, data: bytes) -> tuple[str | None, Issue | None]:
         offset = exc.start + len(data) - len(body)
         line = data.count(b"\n", 0, offset) + 1
         return None, Issue(name, line, f"not valid UTF-8 (byte 0x{data[offset]:02x}); save the file as UTF-8")
+    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+
+
+def _decode(name: str, data: bytes) -> tuple[str | None, Issue | None]:
+    """Text of a document, or the Issue saying why it has none."""
+    text, problem = decode_utf8(name, data)
+    if text is None:
+        return None, problem
     if not text.strip():
         return None, Issue(name, None, "empty document (no text)" if not text else "document holds only white space")
-    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+    return text, None

@@ -39,7 +39,7 @@ def test_beir_corpus_reports_every_bad_line():
 
 def test_bad_encoding_names_the_line():
     parsed = col.parse_beir_corpus("corpus.jsonl", b'{"_id": "a", "text": "ok"}\n{"_id": "b", "text": "\xff"}\n', "corpus.jsonl")
-    assert parsed.issues == [Issue("corpus.jsonl", 2, "not valid UTF-8 (byte 0xff); convert the file to UTF-8")]
+    assert parsed.issues == [Issue("corpus.jsonl", 2, "not valid UTF-8 (byte 0xff); save the file as UTF-8")]
 
 
 def test_beir_qrels_need_the_header_and_integer_scores():
