@@ -1,8 +1,8 @@
 """`ragqual export RUN_ID`: a run's trials and metric rows as files for pandas and spreadsheets.
 
 Two files: `trials.<ext>` (the run's rows of `v_trials`, each trial with its newest score) and
-`metric_values.<ext>` (every metric row, every scorer version). Parquet needs pyarrow, the
-`parquet` extra.
+`metric_values.<ext>` (every metric row, every scorer version). The default is Parquet when pyarrow
+is installed (the `parquet` extra), CSV otherwise, so a quick-start install exports too.
 """
 
 from __future__ import annotations
@@ -16,14 +16,24 @@ from ragqual.cli.context import AppContext
 from ragqual.errors import InputError
 from ragqual.store.queries import export_metrics, export_trials
 
-PARQUET_HINT = "parquet export needs pyarrow: pip install 'ragqual[parquet]' (or use --format csv)"
+PARQUET_HINT = "parquet export needs pyarrow: pip install -e '.[parquet]' in the checkout (or use --format csv)"
 
 
-def _require_pyarrow() -> None:
+def _has_pyarrow() -> bool:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise InputError(PARQUET_HINT) from None
+        return False
+    return True
+
+
+def _resolve_format(fmt: str | None) -> str:
+    """The asked format, or parquet when pyarrow is there and csv when it is not."""
+    if fmt is None:
+        return "parquet" if _has_pyarrow() else "csv"
+    if fmt == "parquet" and not _has_pyarrow():
+        raise InputError(PARQUET_HINT)
+    return fmt
 
 
 def write_frame(frame: pd.DataFrame, path: Path, fmt: str) -> None:
@@ -35,14 +45,14 @@ def write_frame(frame: pd.DataFrame, path: Path, fmt: str) -> None:
 
 @click.command("export")
 @click.argument("run_id", type=int)
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]), default=None,
+              help="File format (default: parquet when pyarrow is installed, else csv).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the files (default: <results>/exports/run-<RUN_ID>).")
 @click.pass_obj
-def export_cmd(app: AppContext, run_id: int, fmt: str, out: Path | None) -> None:
+def export_cmd(app: AppContext, run_id: int, fmt: str | None, out: Path | None) -> None:
     """Write RUN_ID's trials and metric values as parquet or csv files."""
-    if fmt == "parquet":
-        _require_pyarrow()
+    fmt = _resolve_format(fmt)
     store = app.store(auto_create=False)
     store.get_run(run_id)  # an unknown id names `ragqual history`
     folder = out or app.settings.results_dir / "exports" / f"run-{run_id}"

@@ -36,6 +36,30 @@ class LazyGroup(click.Group):
         module, attr = COMMANDS[name]
         return getattr(importlib.import_module(module), attr)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_json(args))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command names the closest one, as subcommands of a group already do."""
+        name = click.utils.make_str(args[0]) if args else None
+        if name is not None and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
+
+def hoist_json(args: list[str]) -> list[str]:
+    """`ragqual report --last --json` means `ragqual --json report --last`: the flag is global, and
+    newcomers put it after the command. Anything after `--` is left as it is."""
+    end = args.index("--") if "--" in args else len(args)
+    if "--json" not in args[:end]:
+        return args
+    head = [a for a in args[:end] if a != "--json"]
+    return ["--json", *head, *args[end:]]
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ragqual")

@@ -28,6 +28,19 @@ from ragqual.store.records import RunInfo
 from ragqual.store.summaries import ordered_metrics, run_header
 
 UNTAGGED = "(untagged)"
+SHOWN_ITEMS = 3  # a long list in the params line shows its length and this many items
+
+
+def brief_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The run's params for a report header: a long list (every case id of a run) becomes its
+    length and first few items; `ragqual export` and the history keep the full list."""
+    return {key: _brief(value) for key, value in params.items()}
+
+
+def _brief(value: Any) -> Any:
+    if isinstance(value, list) and len(value) > SHOWN_ITEMS + 1:
+        return f"{len(value)} items: {', '.join(str(v) for v in value[:SHOWN_ITEMS])}, ..."
+    return value
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,7 @@ def build_report(
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
     header = run_header(info)
+    header["params"] = brief_params(info.params or {})
     title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
     if trials.empty:
         questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics

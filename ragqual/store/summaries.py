@@ -45,6 +45,7 @@ LOWER_IS_BETTER = frozenset({"leakage", "thinkTagLeak", "nonEmptyRefusal", "cont
 # Sizes rather than qualities: shown, never gated unless asked for by name.
 INFORMATIONAL = frozenset({"contextChars"})
 NO_FINGERPRINT = "no-fingerprint"
+BASELINE_MODE = 0o644
 # What `ragqual compare` gates on by default for strategy groups (retrieval and sweep runs): the
 # headline of each family; the rest (hit@k beside recall@k, ndcg@5, rprec, ...) moves with these
 # and is compared when named or with --all-metrics. Trial groups gate on every metric they have.
@@ -294,6 +295,7 @@ def write_baseline(
     text = json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, BASELINE_MODE)  # mkstemp makes 0600; a baseline is meant to be committed and shared
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

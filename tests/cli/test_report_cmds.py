@@ -213,22 +213,6 @@ def test_export_parquet_reads_back(head_db, generation, tmp_path, capsys, monkey
     assert set(pd.read_parquet(folder / "metric_values.parquet")["metric"]) == {"correctness", "groundedness"}
 
 
-def test_export_parquet_without_pyarrow_says_what_to_install(head_db, generation, tmp_path, capsys, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_pyarrow(name, *args, **kwargs):
-        if name == "pyarrow" or name.startswith("pyarrow."):
-            raise ImportError("no pyarrow")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
-    code, _, err = ragqual(head_db, ["export", str(generation), "--out", str(tmp_path / "y")], capsys)
-    assert code == 2 and "pip install 'ragqual[parquet]'" in err
-    assert not (tmp_path / "y").exists()
-
-
 # -- baseline promote -------------------------------------------------------------------------------
 
 def test_promote_writes_under_the_fingerprint_folder(head_db, store, tmp_path, capsys):
