@@ -18,6 +18,7 @@ from ragqual.cli.corpus_options import (
     record_snapshot,
     show_progress,
 )
+from ragqual.core.goldens import missing_split_warning
 from ragqual.errors import InputError
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ def check_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
         "corpus": str(corpus.corpus_dir), "documents": len(corpus.documents), "chunks": chunks,
         "goldens": str(corpus.goldens_dir), "questions": len(corpus.goldens), "tags": tags, "splits": splits,
     }
+    warning = missing_split_warning(corpus.goldens)
+    data["warnings"] = [warning] if warning else []
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
     lines = [
         f"corpus   {_shown(corpus.corpus_dir)}: {len(corpus.documents)} documents, {chunks} chunks "
         f"at {config.chunk_tokens} tokens ({config.overlap_tokens} overlap)",

@@ -373,11 +373,15 @@ def _pattern_problem(where: str, pattern: str) -> list[str]:
     if not pattern:
         return [f"{where} is an empty pattern, which matches every answer"]
     try:
-        compile_pattern(pattern)
+        compiled = compile_pattern(pattern)
     except InvalidPattern as exc:
         return [f"{where} {pattern!r} does not compile: {exc.reason}"]
     except RecursionError:
         return [f"{where} does not compile: groups nested too deeply"]
+    if compiled.search("") is not None:
+        effect = "always passes" if where.startswith("mustInclude") else "always fails"
+        return [f"{where} {pattern!r} matches the empty string, so it matches every answer and {effect}: "
+                "require at least one character (e.g. `+` instead of `*`, no trailing `?`)"]
     return []
 
 
@@ -421,6 +425,17 @@ def _build(obj: dict[str, Any], source: str) -> Golden:
 
 
 # --- whole-set helpers ----------------------------------------------------------------------
+
+
+def missing_split_warning(goldens: Collection[Golden]) -> str | None:
+    """A warning when questions carry no `split`: `ragqual sweep` tunes on the validation split and
+    reports the test split, so it cannot use them. None when every question has one."""
+    missing = [g for g in goldens if g.split is None]
+    if not missing:
+        return None
+    first = ", ".join(g.source for g in missing[:3]) + (", ..." if len(missing) > 3 else "")
+    return (f"{len(missing)} of {len(goldens)} questions have no `split` field (\"validation\" or \"test\"), "
+            f"which `ragqual sweep` needs: {first}")
 
 
 def goldens_hash(goldens: Collection[Golden]) -> str:

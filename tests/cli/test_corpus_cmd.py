@@ -76,6 +76,17 @@ def test_check_counts_tags_and_splits_and_writes_nothing(project, capsys):
     assert data["tags"] == {"water": 2, "numeric": 1, "out-of-corpus": 1}
     assert data["splits"] == {"validation": 1, "test": 1, "(none)": 1}
     assert tree(project) == before
+    assert "warning: 1 of 3 questions have no `split` field" in err and "goldens/tiny.jsonl:3" in err
+    assert data["warnings"] and "`split`" in data["warnings"][0]
+
+
+def test_check_refuses_a_must_include_pattern_matching_the_empty_string(project, capsys):
+    loose = json.dumps(TINY_GOLDENS[0] | {"id": "loose-1", "mustInclude": ["(one|three)? minutes?", "(minute)?"]})
+    (project / "goldens" / "loose.jsonl").write_text(loose + "\n", encoding="utf-8")
+    code, _, err = run(["corpus", "check"], capsys)
+    assert code == 2
+    assert "goldens/loose.jsonl:1" in err and "mustInclude[1] '(minute)?' matches the empty string" in err
+    assert "mustInclude[0]" not in err
 
 
 def test_check_reads_folders_from_pyproject(project, capsys):

@@ -138,6 +138,11 @@ def test_goldens_come_back_ordered_by_file_then_line() -> None:
         (golden(mustInclude=["(3|three minutes"]), "mustInclude[0] '(3|three minutes' does not compile: missing )"),
         (golden(mustNotInclude=["ok", "[z-a]"]), "mustNotInclude[1] '[z-a]' does not compile: bad character range"),
         (golden(mustInclude=[""]), "mustInclude[0] is an empty pattern"),
+        (golden(mustInclude=["minutes?", "(3|three)?"]),
+         "mustInclude[1] '(3|three)?' matches the empty string, so it matches every answer and always passes"),
+        (golden(mustInclude=["x*"]), "mustInclude[0] 'x*' matches the empty string"),
+        (golden(mustNotInclude=["a|"]), "mustNotInclude[0] 'a|' matches the empty string, so it matches every answer "
+                                        "and always fails"),
         (golden(mustInclude=["(" * 5000 + "a" + ")" * 5000]), "does not compile: groups nested too deeply"),
         (golden(split="train"), "split must be 'validation' or 'test', got \"train\""),
         (golden(relevanceGrades={"water-boiling": 4}), "relevanceGrades['water-boiling'] must be an integer from 1"),
@@ -294,3 +299,15 @@ def test_select_filters_combine(three: list[Golden]) -> None:
 def test_select_rejects_unknown_or_impossible_selectors(three: list[Golden], kwargs: dict[str, Any]) -> None:
     with pytest.raises(InputError):
         select(three, **kwargs)
+
+
+def test_missing_split_warning_names_the_field_and_the_lines() -> None:
+    from ragqual.core.goldens import missing_split_warning
+
+    data = jsonl(golden(id="a-1", split="validation"), golden(id="b-1"), golden(id="c-1", split="test"))
+    parsed = parse_goldens([(FILE, data)], DOCS)
+    warning = missing_split_warning(parsed)
+    assert warning is not None
+    assert warning.startswith("1 of 3 questions have no `split` field") and "ragqual sweep" in warning
+    assert f"{FILE}:2" in warning
+    assert missing_split_warning([g for g in parsed if g.split]) is None
