@@ -182,6 +182,7 @@ def print_generation(app: AppContext, result: GenerationOutcome, all_modes: bool
 
         click.echo(json.dumps({"run_id": result.run_id, "status": o.status, "trials": o.trials_run,
                                "model_calls": o.model_calls, "cache_hits": o.cache_hits,
+                               "rewrites": extra_calls(o.model_calls, o.cache_hits, o.trials_run),
                                "lines": [ln.__dict__ for ln in result.lines]}, indent=2))
         return
     click.echo(mode_table(result.lines))
@@ -191,6 +192,16 @@ def print_generation(app: AppContext, result: GenerationOutcome, all_modes: bool
     click.echo(f"\nrun {result.run_id}: {o.trials_run} trials ({o.trials_skipped} already done), "
                f"{o.model_calls} model calls, {o.cache_hits} cache hits, {o.trial_errors} trial errors; "
                "unstable questions are excluded from pass rates")
+    extra = extra_calls(o.model_calls, o.cache_hits, o.trials_run)
+    if extra:
+        click.echo(f"{extra} of the model calls and cache hits rewrote a multi-turn conversation into one search "
+                   "query before retrieval (e2e mode); the other one per trial is the answer")
+
+
+def extra_calls(model_calls: int, cache_hits: int, trials: int) -> int:
+    """Requests beyond one answer per trial: the e2e mode first asks the model to rewrite a
+    multi-turn conversation into a standalone search query (each request is a call or a hit)."""
+    return max(0, model_calls + cache_hits - trials)
 
 
 def _given_flags(corpus: CorpusContext, models, no_mock_line, modes, all_modes, repeats, limit, tags, case_ids, split,

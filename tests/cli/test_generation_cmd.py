@@ -64,3 +64,21 @@ def test_matrix_shows_each_model_row(workdir):
     result = invoke("matrix", "--models", "mock", "--limit", "3", "--all-modes")
     assert result.exit_code == 0, result.output
     assert "| mock |" in result.output and "oracle correct" in result.output
+
+
+def test_summary_explains_the_extra_calls_of_multi_turn_rewrites(workdir):
+    args = ("generation", "--model", "mock", "--mode", "e2e", "--tag", "multi-turn", "--repeats", "1")
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    multi_turn = sum(1 for p in (workdir / "goldens").glob("*.jsonl")
+                     for line in p.read_text("utf-8").splitlines() if '"multi-turn"' in line)
+    assert f"{multi_turn} trials" in result.output
+    assert f"{multi_turn} of the model calls and cache hits rewrote a multi-turn conversation" in result.output
+    data = json.loads(invoke("--json", *args).stdout)
+    assert data["rewrites"] == multi_turn and data["model_calls"] + data["cache_hits"] == 2 * multi_turn
+
+
+def test_summary_of_single_turn_questions_has_no_rewrite_note(workdir):
+    result = invoke("generation", "--model", "mock", "--mode", "e2e", "--limit", "2", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert "rewrote" not in result.output
