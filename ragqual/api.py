@@ -1,0 +1,155 @@
+"""The Python API over the history: the same rows the CLI reports, as pandas DataFrames.
+
+    import ragqual
+
+    history = ragqual.open_history()          # the project's eval-results/eval.db, like the CLI
+    runs = history.runs()                     # one row per run, oldest first
+    trials = history.trials(runs.run_id.iloc[-1])
+
+Every per-run frame carries the run's provenance columns (`run_id`, `git_sha`, `git_dirty`,
+`corpus_fingerprint`, `dataset_hash`, `ragqual_version`), so frames of several runs can be
+concatenated and still say where each row came from. Reading never writes: a database that does
+not exist is refused (InputError naming the path), not created.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ragqual.store.records import RunInfo
+    from ragqual.store.runstore import RunStore
+
+PROVENANCE_COLUMNS = ("run_id", "git_sha", "git_dirty", "corpus_fingerprint", "dataset_hash", "ragqual_version")
+SCORE_COLUMNS = ["trial_id", "case_id", "variant", "mode", "repeat_index", "batch", "scored_at", "scorer_name",
+                 "scorer_version", "score", "perfect", "per_category"]
+ASSERTION_COLUMNS = ["trial_id", "case_id", "variant", "mode", "repeat_index", "batch", "scored_at", "assertion_id",
+                     "assertion_version", "category", "weight", "passed", "detail"]
+
+
+def open_history(url: str | None = None) -> History:
+    """The history at `url` (a SQLAlchemy URL or a SQLite file path); by default the one the CLI
+    uses here: RAGQUAL_DB, `db` in `[tool.ragqual]`, or the project's eval-results/eval.db."""
+    from ragqual.config import Settings
+    from ragqual.store.db import normalise_url, require_existing
+    from ragqual.store.runstore import RunStore
+
+    resolved = normalise_url(url) if url else Settings.load().db_url()
+    require_existing(resolved)
+    return History(RunStore.open(resolved, auto_create=False))
+
+
+class History:
+    """Read access to every run, trial, score, metric and assertion row of one history."""
+
+    def __init__(self, store: RunStore) -> None:
+        self._store = store
+
+    @property
+    def url(self) -> str:
+        return self._store.engine.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self._store.engine.dispose()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"History({self.url!r})"
+
+    def run(self, run_id: int) -> RunInfo:
+        """One run's record (kind, params, provenance...); InputError for an unknown id."""
+        return self._store.get_run(run_id)
+
+    def last_run_id(self, kind: str | None = None) -> int:
+        return self._store.last_run_id(kind)
+
+    def runs(self, kind: str | None = None, limit: int | None = None) -> pd.DataFrame:
+        """One row per run, oldest first (as `ragqual history`); `limit` keeps the newest."""
+        from ragqual.store.queries import runs_frame
+
+        return runs_frame(self._store.engine, kind=kind, limit=limit)
+
+    def trials(self, run_id: int) -> pd.DataFrame:
+        """One row per trial with its newest score (as `ragqual export`'s trials file)."""
+        from ragqual.store.queries import export_trials
+
+        info = self.run(run_id)
+        return _with_provenance(export_trials(self._store.engine, run_id), info)
+
+    def metrics(self, run_id: int) -> pd.DataFrame:
+        """Every metric row of the run, every scorer version (a rescore appends rows)."""
+        from ragqual.store.queries import export_metrics
+
+        info = self.run(run_id)
+        return _with_provenance(export_metrics(self._store.engine, run_id), info)
+
+    def scores(self, run_id: int) -> pd.DataFrame:
+        """Every score row of every trial, every scorer and version, oldest scoring first."""
+        info = self.run(run_id)
+        rows = [{**slot, "batch": s.batch, "scored_at": s.created_at, **_score(entry)}
+                for slot, s in self._scorings(run_id) for entry in s.scores]
+        return _with_provenance(_frame(rows, SCORE_COLUMNS), info)
+
+    def assertions(self, run_id: int) -> pd.DataFrame:
+        """Every assertion result of every trial: which check passed, its weight and detail."""
+        info = self.run(run_id)
+        rows = [{**slot, "batch": s.batch, "scored_at": s.created_at, **_assertion(row)}
+                for slot, s in self._scorings(run_id) for row in s.assertions]
+        return _with_provenance(_frame(rows, ASSERTION_COLUMNS), info)
+
+    def case_history(self, golden_id: str, metrics: list[str] | None = None) -> pd.DataFrame:
+        """One question across every run (as `ragqual history --case`): a row per run and group."""
+        from ragqual.app.case_history import case_history
+
+        return case_history(self._store.engine, golden_id, metrics or ())
+
+    def _scorings(self, run_id: int) -> list[tuple[dict[str, Any], Any]]:
+        """(trial slot, scoring) for every scoring of every trial of the run, in trial order."""
+        from ragqual.store.queries import trial_frame
+        from ragqual.store.trial_reads import run_scorings
+
+        engine = self._store.engine
+        slots = {int(r.trial_id): {"trial_id": int(r.trial_id), "case_id": r.case_id, "variant": r.variant,
+                                   "mode": r.mode, "repeat_index": int(r.repeat_index)}
+                 for r in trial_frame(engine, run_id).itertuples(index=False)}
+        scorings = run_scorings(engine, run_id)
+        return [(slots[t], s) for t in sorted(scorings) if t in slots for s in scorings[t]]
+
+
+def _score(entry: Any) -> dict[str, Any]:
+    row = asdict(entry)
+    return {"scorer_name": row["scorer_name"], "scorer_version": row["scorer_version"], "score": row["score"],
+            "perfect": row["perfect"], "per_category": json.dumps(row["per_category"], sort_keys=True)}
+
+
+def _assertion(row: Any) -> dict[str, Any]:
+    data = asdict(row)
+    return {"assertion_id": data["assertion_id"], "assertion_version": data["version"], "category": data["category"],
+            "weight": data["weight"], "passed": data["passed"], "detail": data.get("detail")}
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _with_provenance(frame: pd.DataFrame, info: RunInfo) -> pd.DataFrame:
+    """The run's provenance as columns (those the frame lacks), first, one value per row."""
+    values = {"run_id": info.id, "git_sha": info.git_sha, "git_dirty": info.git_dirty,
+              "corpus_fingerprint": info.corpus_fingerprint, "dataset_hash": info.dataset_hash,
+              "ragqual_version": info.provenance.get("ragqual_version")}
+    out = frame.copy()
+    for name in reversed(PROVENANCE_COLUMNS):
+        if name not in out.columns:
+            out.insert(0, name, [values[name]] * len(out))
+    return out
