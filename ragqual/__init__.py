@@ -1,6 +1,6 @@
 """ragqual: measure the quality of a RAG pipeline and keep every measurement as history.
 
-The Python API (`ragqual.open_history`, `ragqual.History`) is imported on first use, so
+The Python API (`ragqual.open_history`, `ragqual.History`, `ragqual.Project`) is imported on first use, so
 `import ragqual` stays as cheap as the CLI's start-up needs.
 """
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not `from typing import ...`: importing ragqual stays free of typing's cost
 __version__ = "0.1.0"
-__all__ = ["History", "open_history", "__version__"]
+__all__ = ["History", "Project", "open_history", "__version__"]
 
 if TYPE_CHECKING:
-    from ragqual.api import History, open_history
+    from ragqual.api import History, Project, open_history
 
-_LAZY = {"open_history": "ragqual.api", "History": "ragqual.api"}
+_LAZY = {"open_history": "ragqual.api", "History": "ragqual.api", "Project": "ragqual.api"}
 
 
 def __getattr__(name: str) -> object:

@@ -6,6 +6,9 @@
     runs = history.runs()                     # one row per run, oldest first
     trials = history.trials(runs.run_id.iloc[-1])
 
+`ragqual.Project(path)` is a project folder (its `[tool.ragqual]` settings, its history) and the
+operations on it; today `history()` and `rescore(run_id)` (as `ragqual rescore`).
+
 Every per-run frame carries the run's provenance columns (`run_id`, `git_sha`, `git_dirty`,
 `corpus_fingerprint`, `dataset_hash`, `ragqual_version`), so frames of several runs can be
 concatenated and still say where each row came from. Reading never writes: a database that does
@@ -15,12 +18,15 @@ not exist is refused (InputError naming the path), not created.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ragqual.config import Settings
+    from ragqual.engine.rescore import RescoreSummary
     from ragqual.store.records import RunInfo
     from ragqual.store.runstore import RunStore
 
@@ -35,12 +41,72 @@ def open_history(url: str | None = None) -> History:
     """The history at `url` (a SQLAlchemy URL or a SQLite file path); by default the one the CLI
     uses here: RAGQUAL_DB, `db` in `[tool.ragqual]`, or the project's eval-results/eval.db."""
     from ragqual.config import Settings
-    from ragqual.store.db import normalise_url, require_existing
-    from ragqual.store.runstore import RunStore
+    from ragqual.store.db import normalise_url
 
     resolved = normalise_url(url) if url else Settings.load().db_url()
-    require_existing(resolved)
-    return History(RunStore.open(resolved, auto_create=False))
+    return History(_existing_store(resolved))
+
+
+def _existing_store(url: str) -> RunStore:
+    """The store at `url`, never created (a missing SQLite file is an InputError naming it)."""
+    from ragqual.store.db import require_existing
+    from ragqual.store.runstore import RunStore
+
+    require_existing(url)
+    return RunStore.open(url, auto_create=False)
+
+
+@dataclass(frozen=True)
+class RescoreResult:
+    """What `Project.rescore` did: the counts `ragqual rescore` prints, and where the subject's
+    assertions came from (`note`, None when from the registry)."""
+
+    run_id: int
+    summary: RescoreSummary
+    note: str | None
+    url: str
+
+    def to_frame(self) -> pd.DataFrame:
+        """The run's trials with their newest scores (this rescoring's)."""
+        with open_history(self.url) as history:
+            return history.trials(self.run_id)
+
+
+class Project:
+    """A project folder: its `[tool.ragqual]` settings (corpus, goldens, db...) and its history,
+    resolved as the CLI resolves them when run in that folder."""
+
+    def __init__(self, path: str | Path = ".") -> None:
+        from ragqual.config import Settings
+
+        self.path = Path(path).resolve()
+        self.settings: Settings = Settings.load(self.path)
+
+    def __repr__(self) -> str:
+        return f"Project({str(self.path)!r})"
+
+    @property
+    def db_url(self) -> str:
+        return self.settings.db_url()
+
+    def history(self) -> History:
+        return History(_existing_store(self.db_url))
+
+    def rescore(self, run_id: int, *, scorer: str | None = None, goldens: str | Path | None = None,
+                assertions_from: str | Path | None = None) -> RescoreResult:
+        """Re-score a stored run from its raw outputs, as `ragqual rescore` (same options): new
+        rows are appended, the old ones kept; no model is called."""
+        from ragqual.app.rescoring import rescore_run
+        from ragqual.engine.scorers import get_scorer
+
+        store = _existing_store(self.db_url)
+        try:
+            scorers = [get_scorer(scorer)] if scorer else None
+            summary, note = rescore_run(store, run_id, self.settings, goldens_dir=goldens,
+                                        assertions_from=assertions_from, scorers=scorers)
+        finally:
+            store.engine.dispose()
+        return RescoreResult(run_id, summary, note, self.db_url)
 
 
 class History:

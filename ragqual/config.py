@@ -102,9 +102,14 @@ class Settings:
     def db_url(self, override: str | None = None) -> str:
         from ragqual.store.db import normalise_url
 
-        value = override or os.environ.get("RAGQUAL_DB") or self.values.get("db")
+        value = override or os.environ.get("RAGQUAL_DB")
         if value:
             return normalise_url(value)
+        configured = self.values.get("db")
+        if configured:  # `db` in [tool.ragqual]: a relative file path means one beside pyproject.toml
+            if "://" not in str(configured) and not Path(configured).is_absolute():
+                return normalise_url(str(self.root / configured))
+            return normalise_url(configured)
         return f"sqlite:///{self.results_dir / 'eval.db'}"
 
     def cache_dir(self) -> Path:

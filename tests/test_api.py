@@ -135,3 +135,51 @@ def test_readme_example_runs_against_a_project_history(history_db, tmp_path, mon
     assert namespace["failed"].to_dict() == {"correctness": 1}
     assert namespace["wide"].loc["q1", "correctness"] == 0.5
     assert namespace["across_runs"]["run_id"].tolist()[:2] == [first, second]
+
+
+# -- Project -------------------------------------------------------------------------------------------
+
+def test_project_reads_its_tool_ragqual_db(history_db, tmp_path):
+    import ragqual
+
+    db, first, second, retrieval = history_db
+    project = tmp_path / "proj"
+    project.mkdir()
+    db.rename(project / "runs.db")
+    (project / "pyproject.toml").write_text('[tool.ragqual]\ndb = "runs.db"\n', encoding="utf-8")
+    with ragqual.Project(project).history() as history:
+        assert history.runs()["run_id"].tolist() == [first, second, retrieval]
+    with pytest.raises(InputError, match="no history database at"):
+        ragqual.Project(tmp_path / "empty").history()
+
+
+def test_project_rescore_appends_a_scoring_like_the_cli(head_db, tmp_path, monkeypatch):
+    import ragqual
+    from ragqual.adapters.cache import ResponseCache
+    from ragqual.engine import loop
+    from ragqual.engine.services import services_for
+    from ragqual.engine.subject import Variant
+    from tests.engine.support import ToySubject, echo_case
+
+    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(tmp_path / "cache"))
+    project = tmp_path / "proj"
+    (project / "eval-results").mkdir(parents=True)
+    target = project / "eval-results" / "eval.db"
+    head_db.rename(target)
+    subject = ToySubject([echo_case("kept", "x"), echo_case("lost", "y", expected="z")])  # "toy": not registered
+    store = RunStore.open(f"sqlite:///{target}")
+    loop.run(subject, [Variant("mock", "mock")], subject.cases(), store=store,
+             services=services_for(subject, ResponseCache(None, "off")), argv=["toy"])
+    store.engine.dispose()
+
+    result = ragqual.Project(project).rescore(1)
+
+    assert (result.run_id, result.summary.trials, result.summary.rescored, result.summary.changed) == (1, 2, 2, 0)
+    assert result.summary.mean_before == result.summary.mean_after == 0.75
+    assert "subject 'toy' is not in the registry here" in result.note
+    frame = result.to_frame()
+    assert sorted(frame["score"].tolist()) == [0.5, 1.0] and set(frame["run_id"]) == {1}
+    with ragqual.open_history(str(target)) as history:
+        assert len(history.scores(1)) == 4  # the first scoring and the rescoring, both kept
+    with pytest.raises(InputError, match="no run with id 9"):
+        ragqual.Project(project).rescore(9)

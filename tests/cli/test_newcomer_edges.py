@@ -109,3 +109,23 @@ def test_report_params_line_summarises_case_ids(head_db, store, capsys):
     assert len(params_line) < 300
     code, out, _ = ragqual(head_db, ["report", str(run), "--format", "json"], capsys)
     assert json.loads(out)["header"]["params"]["k"] == 5
+
+
+# -- a relative `db` in [tool.ragqual] ------------------------------------------------------------------
+
+def test_relative_db_in_pyproject_is_beside_it_from_a_subfolder(head_db, store, generation, tmp_path, monkeypatch,
+                                                                 capsys):
+    from ragqual.cli.main import main
+
+    project = tmp_path / "proj"
+    (project / "corpus").mkdir(parents=True)
+    store.engine.dispose()
+    head_db.rename(project / "runs.db")
+    (project / "pyproject.toml").write_text('[tool.ragqual]\ndb = "runs.db"\n', encoding="utf-8")
+    monkeypatch.chdir(project / "corpus")
+    with pytest.raises(SystemExit) as caught:
+        main(["--json", "history"])
+    out, err = capsys.readouterr()
+    assert caught.value.code == 0, err
+    assert [row["run_id"] for row in json.loads(out)] == [generation]
+    assert not (project / "corpus" / "runs.db").exists()
