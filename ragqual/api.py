@@ -7,7 +7,8 @@
     trials = history.trials(runs.run_id.iloc[-1])
 
 `ragqual.Project(path)` is a project folder (its `[tool.ragqual]` settings, its history) and the
-operations on it; today `history()` and `rescore(run_id)` (as `ragqual rescore`).
+operations on it; today `history()`, `report(run_id)` (as `ragqual report`) and `rescore(run_id)`
+(as `ragqual rescore`).
 
 Every per-run frame carries the run's provenance columns (`run_id`, `git_sha`, `git_dirty`,
 `corpus_fingerprint`, `dataset_hash`, `ragqual_version`), so frames of several runs can be
@@ -18,6 +19,7 @@ not exist is refused (InputError naming the path), not created.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ragqual.app.run_report import Report
     from ragqual.config import Settings
     from ragqual.engine.rescore import RescoreSummary
     from ragqual.store.records import RunInfo
@@ -91,6 +94,20 @@ class Project:
 
     def history(self) -> History:
         return History(_existing_store(self.db_url))
+
+    def report(self, run_id: int | None = None, *, by: Sequence[str] = (), scorer: str | None = None,
+               scorer_version: int | None = None) -> Report:
+        """One run's summary from its stored rows, as `ragqual report` (the newest run when
+        `run_id` is None): `.header`, `.sections`, `.notes`, `.to_frame()` the first table."""
+        from ragqual.app.run_report import build_report
+        from ragqual.core.scoring import SCORER_NAME
+
+        store = _existing_store(self.db_url)
+        try:
+            info = store.get_run(store.last_run_id() if run_id is None else run_id)
+            return build_report(store.engine, info, by, scorer or SCORER_NAME, scorer_version)
+        finally:
+            store.engine.dispose()
 
     def rescore(self, run_id: int, *, scorer: str | None = None, goldens: str | Path | None = None,
                 assertions_from: str | Path | None = None) -> RescoreResult:

@@ -183,3 +183,26 @@ def test_project_rescore_appends_a_scoring_like_the_cli(head_db, tmp_path, monke
         assert len(history.scores(1)) == 4  # the first scoring and the rescoring, both kept
     with pytest.raises(InputError, match="no run with id 9"):
         ragqual.Project(project).rescore(9)
+
+
+def test_project_report_is_the_cli_report(history_db, tmp_path, capsys):
+    import json
+
+    import ragqual
+    from ragqual.cli.main import main
+
+    db, first, second, retrieval = history_db
+    project = tmp_path / "proj"
+    (project / "eval-results").mkdir(parents=True)
+    db.rename(project / "eval-results" / "eval.db")
+    report = ragqual.Project(project).report(second)
+    assert report.run_id == second
+    groups = report.to_frame()
+    assert groups[["variant", "mode", "trials"]].values.tolist() == [["m1", "e2e", 2]]
+    assert groups["score"].tolist() == [0.75] and groups["pass_pct"].tolist() == [50.0]
+    with pytest.raises(SystemExit):
+        main(["--db", str(project / "eval-results" / "eval.db"), "--json", "report", str(second)])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["groups"] == json.loads(groups.to_json(orient="records"))
+    assert ragqual.Project(project).report().run_id == retrieval  # the newest run
+    assert list(ragqual.Project(project).report(retrieval).to_frame()["strategy"]) == ["dense"]

@@ -26,7 +26,7 @@ from ragqual.subjects.rag import MODES
 
 def write_eval_page(app: AppContext, retrieval_run: int, generation_run: int, verdict: str, out_dir: Path) -> Path:
     """eval-runN.html beside the markdown: both tiers' runs as one self-contained page."""
-    from ragqual.cli.report_cmd import build_report
+    from ragqual.app.run_report import build_report
     from ragqual.reports.page import write_page
     from ragqual.reports.run import eval_page
 

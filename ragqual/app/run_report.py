@@ -1,0 +1,184 @@
+"""One run's summary computed from its stored rows (never a re-run): what `ragqual report` prints
+and `ragqual.Project.report` returns.
+
+Generation and subject runs are summarised per group of trials (default: variant and mode):
+trials, mean score and its population variance, Pass% (trials whose every weight-bearing
+assertion passed), each metric's mean, unstable questions (passed in some repeats and failed in
+others), errors, latency p50/p95, tokens in/out, cost and the cache-hit rate. Retrieval runs are
+summarised per strategy (and per tag with `by=["tag"]`): each metric's mean over the questions that
+have it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
+from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
+from ragqual.store.records import RunInfo
+from ragqual.store.summaries import ordered_metrics, run_header
+
+UNTAGGED = "(untagged)"
+SHOWN_ITEMS = 3  # a long list in the params line shows its length and this many items
+
+
+def brief_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The run's params for a report header: a long list (every case id of a run) becomes its
+    length and first few items; `ragqual export` and the history keep the full list."""
+    return {key: _brief(value) for key, value in params.items()}
+
+
+def _brief(value: Any) -> Any:
+    if isinstance(value, list) and len(value) > SHOWN_ITEMS + 1:
+        return f"{len(value)} items: {', '.join(str(v) for v in value[:SHOWN_ITEMS])}, ..."
+    return value
+
+
+@dataclass(frozen=True)
+class Report:
+    """A titled header (the run's provenance), named tables and notes."""
+
+    title: str
+    header: dict[str, Any]
+    sections: list[tuple[str, pd.DataFrame]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> int:
+        return int(self.header["run_id"])
+
+    def to_frame(self) -> pd.DataFrame:
+        """The first table: the groups (generation and subject runs) or the metrics per strategy."""
+        return self.sections[0][1]
+
+
+def group_keys(by: Sequence[str], retrieval: bool) -> list[str]:
+    """The columns a report groups by; retrieval runs are never pooled across strategies."""
+    if retrieval:
+        return ["strategy"] + (["tag"] if "tag" in by else [])
+    keys = [{"strategy": "variant"}.get(k, k) for k in by] or ["variant", "mode"]
+    return list(dict.fromkeys(keys))
+
+
+def build_report(
+    engine: Engine, info: RunInfo, by: Sequence[str] = (), scorer_name: str = SCORER_NAME,
+    scorer_version: int | None = None,
+) -> Report:
+    trials = trial_frame(engine, info.id, scorer_name, scorer_version)
+    metrics = metric_frame(engine, info.id, scorer_version)
+    header = run_header(info)
+    header["params"] = brief_params(info.params or {})
+    title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
+    if trials.empty:
+        questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
+        table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
+        return Report(title, header, [("metrics", table)])
+    header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
+    return _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+
+
+# -- retrieval --------------------------------------------------------------------------------------
+
+def _retrieval_table(engine: Engine, info: RunInfo, rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    if rows.empty:
+        return pd.DataFrame(columns=[*keys, "questions"])
+    rows = rows.rename(columns={"group_key": "strategy"})
+    if "tag" in keys:
+        tags = case_tags_by_id(engine, rows["case_id"].unique().tolist(), info.subject)
+        rows = _with_tags(rows, rows["case_id"].map(lambda c: tags.get(c, ())))
+    wide = rows.pivot_table(index=[*keys, "case_id"], columns="metric", values="value", aggfunc="mean")
+    table = wide.groupby(level=keys).mean()
+    table.insert(0, "questions", wide.groupby(level=keys).size())
+    return table[["questions", *ordered_metrics(list(wide.columns))]].reset_index()
+
+
+def _with_tags(rows: pd.DataFrame, tags: pd.Series) -> pd.DataFrame:
+    """One copy of each row per tag of its question (untagged questions under one label)."""
+    out = rows.assign(tag=[list(t) if t else [UNTAGGED] for t in tags])
+    return out.explode("tag").reset_index(drop=True)
+
+
+# -- generation and subjects --------------------------------------------------------------------------
+
+def _trial_report(
+    engine: Engine, title: str, header: dict[str, Any], trials: pd.DataFrame, metrics: pd.DataFrame,
+    keys: list[str],
+) -> Report:
+    trials = _with_metrics(trials, metrics)
+    metric_names = ordered_metrics([c[2:] for c in trials.columns if c.startswith("m:")])
+    unstable, flagged = _unstable_slots(trials)
+    trials["slot"] = list(zip(trials["variant"], trials["mode"], trials["case_id"]))
+    if "tag" in keys:
+        tags = case_tags_by_pk(engine, trials["case_pk"].unique().tolist())
+        trials = _with_tags(trials, trials["case_pk"].map(lambda p: tags.get(p, ())))
+    groups = _group_table(trials, keys, metric_names, flagged)
+    notes = []
+    unscored = int(trials.drop_duplicates("trial_id")["score"].isna().sum())
+    if unscored:
+        notes.append(f"{unscored} trial(s) have no score of this scorer and are left out of score and Pass%.")
+    return Report(title, header, [("groups", groups), ("unstable questions", unstable)], notes)
+
+
+def _with_metrics(trials: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
+    if metrics.empty or metrics["trial_id"].notna().sum() == 0:
+        return trials
+    linked = metrics[metrics["trial_id"].notna()].astype({"trial_id": "int64"})
+    wide = linked.groupby(["trial_id", "metric"])["value"].mean().unstack("metric")
+    wide.columns = [f"m:{c}" for c in wide.columns]
+    return trials.merge(wide, left_on="trial_id", right_index=True, how="left")
+
+
+UNSTABLE_COLUMNS = ["variant", "mode", "case_id", "slug", "passed", "repeats"]
+
+
+def _unstable_slots(trials: pd.DataFrame) -> tuple[pd.DataFrame, set[tuple[str, str, str]]]:
+    """(variant, mode, case) whose scored repeats both passed and failed: a table and the keys."""
+    scored = trials[trials["score"].notna()]
+    flags: dict[tuple[str, str, str], list[bool]] = {}
+    slugs: dict[tuple[str, str, str], str] = {}
+    columns = (scored[c].tolist() for c in ("variant", "mode", "case_id", "slug", "perfect"))
+    for variant, mode, case_id, slug, perfect in zip(*columns):
+        flags.setdefault((variant, mode, case_id), []).append(bool(perfect))
+        slugs[(variant, mode, case_id)] = slug
+    flagged = {k for k, f in flags.items() if is_unstable(f)}
+    rows = [(*k, slugs[k], sum(flags[k]), len(flags[k])) for k in sorted(flagged)]
+    return pd.DataFrame(rows, columns=UNSTABLE_COLUMNS), flagged
+
+
+def _group_table(
+    trials: pd.DataFrame, keys: list[str], metric_names: list[str], flagged: set[tuple[str, str, str]]
+) -> pd.DataFrame:
+    """One row per group: the figures listed in the module doc (NaN where nothing was recorded)."""
+    frame = trials.assign(
+        passed=trials["perfect"].map({True: 1.0, False: 0.0}).astype(float),
+        unstable_slot=[slot if slot in flagged else None for slot in trials["slot"]],
+        errored=trials["error"].notna(),
+        hit=trials["cache_hit"].astype(float),
+    )
+    g = frame.groupby(keys, sort=True)
+    table = pd.DataFrame({
+        "trials": g.size(),
+        "score": g["score"].mean(),
+        "score_var": g["score"].var(ddof=0),  # population variance, as core.scoring.case_aggregate
+        "pass_pct": 100.0 * g["passed"].mean(),
+        **{m: g[f"m:{m}"].mean() for m in metric_names},
+        "unstable": g["unstable_slot"].nunique(),
+        "errors": g["errored"].sum().astype(int),
+        "latency_p50_ms": g["latency_ms"].agg(lambda s: _percentile(s, 50)),
+        "latency_p95_ms": g["latency_ms"].agg(lambda s: _percentile(s, 95)),
+        "tokens_in": g["prompt_tokens"].sum().astype(int),
+        "tokens_out": g["completion_tokens"].sum().astype(int),
+        "cost": g["cost"].sum(min_count=1),
+        "cache_hit_pct": 100.0 * g["hit"].mean(),
+    })
+    return table.reset_index()
+
+
+def _percentile(values: pd.Series, p: float) -> float:
+    present = values.dropna().tolist()
+    return percentile(present, p) if present else float("nan")
