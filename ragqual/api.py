@@ -4,7 +4,7 @@
 
     history = ragqual.open_history()          # the project's eval-results/eval.db, like the CLI
     runs = history.runs()                     # one row per run, oldest first
-    trials = history.trials(runs.run_id.iloc[-1])
+    trials = history.trials(int(runs.run_id.iloc[-1]))
 
 `ragqual.Project(path)` is a project folder (its `[tool.ragqual]` settings, its history) and the
 operations on it; today `history()`, `report(run_id)` (as `ragqual report`) and `rescore(run_id)`
