@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
+from ragqual.vocab import ChatMessage, ChatRequest, ChatResponse
 from ragqual.core.scoring import Outcome
 from ragqual.engine.cases import Case
 from ragqual.errors import InputError, RagqualError
