@@ -270,7 +270,7 @@ class Retriever:
                 return dict(cached)
         docs, scores = self.bm25.retrieve(self._tokenize([query]), k=k, show_progress=False, n_threads=1)
         out = {self.order[int(i)]: float(s) for i, s in zip(docs[0], scores[0], strict=True) if s > 0}
-        if key is not None:
+        if self.memo is not None and key is not None:
             self.memo.put(key, list(out.items()))
         return out
 

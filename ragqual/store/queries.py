@@ -15,6 +15,7 @@ The SQL is written for SQLite and PostgreSQL alike. Two choices shape every repo
 from __future__ import annotations
 
 import json
+from typing import Any
 from collections.abc import Sequence
 
 import pandas as pd
@@ -37,7 +38,7 @@ ORDER BY s.run_id DESC
 def runs_frame(engine: Engine, kind: str | None = None, limit: int | None = None) -> pd.DataFrame:
     """The runs, oldest first; with `limit`, only the newest `limit` of them."""
     where = "WHERE s.kind = :kind" if kind else ""
-    params: dict[str, object] = {"kind": kind} if kind else {}
+    params: dict[str, Any] = {"kind": kind} if kind else {}
     if limit:
         params["limit"] = int(limit)
     sql = RUNS_SQL.format(where=where, limit="LIMIT :limit" if limit else "")
