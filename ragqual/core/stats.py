@@ -39,7 +39,8 @@ def paired_differences(base: Sequence[float] | np.ndarray, new: Sequence[float] 
         raise InputError("paired values: no questions")
     if not (np.isfinite(b).all() and np.isfinite(n).all()):
         raise InputError("paired values must be finite numbers")
-    return n - b
+    diffs: np.ndarray = n - b
+    return diffs
 
 
 def paired_bootstrap_ci(

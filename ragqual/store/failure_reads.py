@@ -84,8 +84,9 @@ def _answer(parsed: Any, raw: Any) -> str:
     if isinstance(parsed, str):
         return parsed
     message = raw.get("message") if isinstance(raw, dict) else None
-    if isinstance(message, dict) and isinstance(message.get("content"), str):
-        return message["content"]
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
     return "" if parsed is None else json.dumps(parsed)
 
 

@@ -199,7 +199,8 @@ class RunStore:
             found = find(session)
             if found is not None:
                 return found
-            return session.execute(insert(model).values(**lookup, **values).returning(model.id)).scalar_one()
+            new_id: int = session.execute(insert(model).values(**lookup, **values).returning(model.id)).scalar_one()
+            return new_id
 
         try:
             return self._write(work)
