@@ -43,12 +43,6 @@ class Variant:
     def provider(self) -> str:
         return self.model.split(":", 1)[0]
 
-    @property
-    def model_name(self) -> str:
-        """The part after the scheme ("tiny" in "ollama:tiny"); the scheme itself for "mock"."""
-        head, _, rest = self.model.partition(":")
-        return rest or head
-
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": self.model, "options": dict(self.options),
                 "system_prompt": self.system_prompt}

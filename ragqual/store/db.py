@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -182,15 +181,6 @@ def ensure_at_head(engine: Engine, *, auto_create: bool) -> None:
         f"database {engine.url.render_as_string(hide_password=True)} is at {shown}, "
         f"this ragqual needs {head}: run `ragqual db upgrade`"
     )
-
-
-def default_db_url(root: Path | None = None) -> str:
-    """--db, then RAGQUAL_DB, then eval-results/eval.db under the project root."""
-    env = os.environ.get("RAGQUAL_DB")
-    if env:
-        return normalise_url(env)
-    base = root or Path.cwd()
-    return f"sqlite:///{base / 'eval-results' / 'eval.db'}"
 
 
 def require_existing(url: str) -> None:
