@@ -33,7 +33,7 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid TOML ({exc})") from exc
     section = data.get("tool", {}).get("ragqual", {})
-    unknown = sorted(set(section) - set(DEFAULTS) - {"db", "qdrant_url", "cache"})
+    unknown = sorted(set(section) - set(DEFAULTS) - {"db", "qdrant_url"})
     if unknown:
         raise InputError(f"{path}: unknown keys in [tool.ragqual]: {', '.join(unknown)}")
     return section

@@ -100,7 +100,7 @@ def read_any(corpus_dir: str | os.PathLike[str], goldens_dir: str | os.PathLike[
         return Loaded(documents, goldens, c_layout, g_layout)
     issues: list[Issue] = []
     documents, known = _documents(corpus_dir, c_layout, issues)
-    goldens: list[Golden] = []
+    goldens = []
     if goldens_dir is not None:
         goldens = _goldens(goldens_dir, g_layout, known, issues, topic_field)
     if issues:

@@ -351,7 +351,7 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, cache: diskcache.Cache | str | Path):
         self.inner = inner
         self._owns_cache = not isinstance(cache, diskcache.Cache)
-        self.cache = open_data_cache(cache) if self._owns_cache else cache
+        self.cache: diskcache.Cache = cache if isinstance(cache, diskcache.Cache) else open_data_cache(cache)
         self.hits = 0
         self.misses = 0
 

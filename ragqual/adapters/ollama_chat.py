@@ -26,7 +26,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 import ollama
@@ -246,18 +246,33 @@ class OllamaChatModel:
     def _chat_once(self, messages: list[dict[str, str]], options: dict[str, Any],
                    fmt: str | dict[str, Any] | None) -> ChatResponse:
         started = time.perf_counter()
-        reply = self._client.chat(
-            self.name, messages=messages, options=options, format=fmt,
-            stream=self.stream, keep_alive=self.keep_alive,
-        )
+        wire_format = _wire_format(fmt)
         if self.stream:
-            text, final = _gather(reply)
+            text, final = _gather(self._client.chat(
+                self.name, messages=messages, options=options, format=wire_format,
+                stream=True, keep_alive=self.keep_alive,
+            ))
         else:
+            reply = self._client.chat(
+                self.name, messages=messages, options=options, format=wire_format,
+                stream=False, keep_alive=self.keep_alive,
+            )
             if reply.message.content is None:
                 raise _Malformed("the reply's message content is null")
             text, final = reply.message.content, reply
         latency_ms = (time.perf_counter() - started) * 1000.0
         return _to_response(text, final, latency_ms)
+
+
+def _wire_format(fmt: str | dict[str, Any] | None) -> Literal["", "json"] | dict[str, Any] | None:
+    """The request's format as Ollama takes it: "json", a JSON schema, or none."""
+    if fmt is None or isinstance(fmt, dict):
+        return fmt
+    if fmt == "json":
+        return "json"
+    if fmt == "":
+        return ""
+    raise InputError(f"unsupported response format {fmt!r}: use \"json\" or a JSON schema")
 
 
 def _gather(chunks: Iterable[ollama.ChatResponse]) -> tuple[str, ollama.ChatResponse]:

@@ -243,7 +243,8 @@ class EdgeClient:
 
     def query_batch_points(self, name: str, requests: Iterable[models.QueryRequest], **_: Any) -> list[models.QueryResponse]:
         qe = _edge()
-        batch = [self._request(r.query, r.filter, r.limit, r.score_threshold, r.with_payload if r.with_payload is not None else True)
+        batch = [self._request(_dense_query(r.query), r.filter, r.limit if r.limit is not None else 10, r.score_threshold,
+                               r.with_payload if r.with_payload is not None else True)
                  for r in requests]
         results = self._shard(name).query_batch(qe.QueryBatchRequest(batch))
         return [models.QueryResponse(points=[_scored(p) for p in found]) for found in results]
@@ -267,17 +268,35 @@ class EdgeClient:
             handle.close()  # releases the flock
 
 
+def _dense_query(query: Any) -> Sequence[float]:
+    """The one query kind ragqual sends: a dense vector (a list of floats)."""
+    if not isinstance(query, list) or not all(isinstance(x, int | float) for x in query):
+        raise TypeError(f"only dense vector queries are supported here, got {type(query).__name__}")
+    return query
+
+
+def _stored_vector(record: models.Record) -> Any:
+    """A scrolled record's vector (scrolled with_vectors=True, so always present)."""
+    if record.vector is None:
+        raise InputError(f"point {record.id} came back without its vector; nothing migrated past it")
+    return record.vector
+
+
 def migrate_local_folder(local: QdrantClient, edge: EdgeClient, collection: str, *, page: int = 512) -> int:
     """Copy every point of `collection` (vectors and payloads, the user's included) from a
     qdrant-client local-mode store into the qdrant-edge store; returns how many were copied."""
     info = local.get_collection(collection)
-    edge.create_collection(collection, vectors_config=info.config.params.vectors)
+    vectors = info.config.params.vectors
+    if vectors is None:
+        raise InputError(f"collection {collection!r} declares no vectors; nothing to migrate")
+    edge.create_collection(collection, vectors_config=vectors)
     for field_name in sorted({qs.TAG_KEY, *(info.payload_schema or {})}):  # local mode does not report its indexes
         edge.create_payload_index(collection, field_name)
     copied, offset = 0, None
     while True:
         records, offset = local.scroll(collection, limit=page, offset=offset, with_payload=True, with_vectors=True)
-        edge.upsert(collection, [models.PointStruct(id=r.id, vector=r.vector, payload=r.payload) for r in records])
+        edge.upsert(collection, [models.PointStruct(id=r.id, vector=_stored_vector(r), payload=r.payload)
+                                for r in records])
         copied += len(records)
         if offset is None:
             return copied

@@ -454,13 +454,15 @@ class EvalIndex:
             return 0
         ours = self.refuse_foreign_points()
         for start in range(0, len(ours), UPSERT_BATCH):
-            selector = models.PointIdsList(points=ours[start : start + UPSERT_BATCH])
+            selector = models.PointIdsList(points=list(ours[start : start + UPSERT_BATCH]))
             self._call(self.client.delete, self.collection, points_selector=selector, wait=True)
         return len(ours)
 
     def refuse_foreign_points(self) -> list[str]:
         """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours."""
-        ours, foreign, edited = [], [], 0
+        ours: list[str] = []
+        foreign: list[str] = []
+        edited = 0
         for point in self._scroll(eval_filter()):
             (ours if is_owned(point.id, point.payload) else foreign).append(str(point.id))
             edited += is_owned(point.id, point.payload) and not is_intact(point.id, point.payload)

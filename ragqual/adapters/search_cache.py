@@ -32,7 +32,7 @@ from ragqual.adapters.cache import decode_json, encode_json, open_data_cache
 from ragqual.core.hashing import canonical_json, sha256_hex
 
 if TYPE_CHECKING:
-    from ragqual.pipeline.retrieval import DenseIndex
+    from ragqual.vocab import DenseIndex
 
 ENTRY_VERSION = 2  # 1: pickled values; 2: JSON bytes
 SQLITE_HEADER = 100

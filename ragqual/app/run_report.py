@@ -99,7 +99,7 @@ def _retrieval_table(engine: Engine, info: RunInfo, rows: pd.DataFrame, keys: li
 
 def _with_tags(rows: pd.DataFrame, tags: pd.Series) -> pd.DataFrame:
     """One copy of each row per tag of its question (untagged questions under one label)."""
-    out = rows.assign(tag=[list(t) if t else [UNTAGGED] for t in tags])
+    out = rows.assign(tag=pd.Series([list(t) if t else [UNTAGGED] for t in tags], index=rows.index, dtype=object))
     return out.explode("tag").reset_index(drop=True)
 
 
@@ -156,7 +156,8 @@ def _group_table(
     """One row per group: the figures listed in the module doc (NaN where nothing was recorded)."""
     frame = trials.assign(
         passed=trials["perfect"].map({True: 1.0, False: 0.0}).astype(float),
-        unstable_slot=[slot if slot in flagged else None for slot in trials["slot"]],
+        unstable_slot=pd.Series([slot if slot in flagged else None for slot in trials["slot"]], index=trials.index,
+                                dtype=object),
         errored=trials["error"].notna(),
         hit=trials["cache_hit"].astype(float),
     )

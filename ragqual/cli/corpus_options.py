@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from ragqual.adapters.qdrant_store import EvalIndex
     from ragqual.adapters.search_cache import SearchCache
     from ragqual.pipeline.ingest import IngestReport
-    from ragqual.pipeline.retrieval import DenseIndex
+    from ragqual.vocab import DenseIndex
 
 API_KEY_ENV = "QDRANT_API_KEY"
 ENGINE_ENV = "RAGQUAL_EMBEDDED_ENGINE"

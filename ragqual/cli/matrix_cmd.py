@@ -28,8 +28,8 @@ def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
     for model, per_mode in by.items():
         cells = [model]
         for mode in modes:
-            ln = per_mode.get(mode)
-            cells += ["–"] * 3 if ln is None else [fmt3(ln.correctness), fmt3(ln.refusal), fmt3(ln.pass_rate)]
+            cell = per_mode.get(mode)
+            cells += ["–"] * 3 if cell is None else [fmt3(cell.correctness), fmt3(cell.refusal), fmt3(cell.pass_rate)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
 import click
 
@@ -65,7 +66,7 @@ def sweep_cmd(app: AppContext, corpus_opts, strategies, candidate_ks, context_ks
         outcome = run_retrieval(app, corpus, chosen + held_out, configs, kind="sweep", retriever=retriever)
         index_bytes = len(corpus.chunks) * corpus.raw_embedder.dim * 4
     ids = {g.id for g in chosen}
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for name, result in outcome.results.items():
         sel = aggregate([q for q in result.queries if q.golden.id in ids])
         rep = aggregate([q for q in result.queries if q.golden.id not in ids])

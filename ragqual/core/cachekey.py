@@ -39,6 +39,3 @@ def response_cache_key(
         material["credentials"] = credentials
     return hash_value(material)
 
-
-def embedding_cache_key(embedder_id: str, text: str) -> str:
-    return hash_value({"embedder": embedder_id, "text": text})

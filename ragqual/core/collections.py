@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from ragqual.core.corpus import Document
@@ -99,7 +100,7 @@ def document(doc_id: str, text: str, container: str) -> Document:
 # --- BEIR ----------------------------------------------------------------------------------------
 
 
-def _json_lines(name: str, text: str) -> Iterator[tuple[int, dict | None, Issue | None]]:
+def _json_lines(name: str, text: str) -> Iterator[tuple[int, dict[str, Any] | None, Issue | None]]:
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -114,7 +115,7 @@ def _json_lines(name: str, text: str) -> Iterator[tuple[int, dict | None, Issue 
         yield number, value, None
 
 
-def _string_field(value: dict, key: str, name: str, line: int, *, required: bool = True) -> tuple[str, Issue | None]:
+def _string_field(value: dict[str, Any], key: str, name: str, line: int, *, required: bool = True) -> tuple[str, Issue | None]:
     raw = value.get(key)
     if raw is None and not required:
         return "", None

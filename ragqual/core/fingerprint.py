@@ -16,7 +16,6 @@ from ragqual.core.hashing import hash_value
 from ragqual.errors import InputError
 
 FINGERPRINT_VERSION = 1
-SHORT_LENGTH = 12
 
 
 def corpus_fingerprint(documents: Iterable[Document], chunk_config: Mapping[str, Any], embedder_id: str) -> str:
@@ -30,7 +29,3 @@ def corpus_fingerprint(documents: Iterable[Document], chunk_config: Mapping[str,
         "embedder": embedder_id,
     })
 
-
-def short_fingerprint(fingerprint: str) -> str:
-    """The first 12 hex digits, for folder and baseline names."""
-    return fingerprint[:SHORT_LENGTH]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, repeat
@@ -369,7 +369,8 @@ class _Flat:
 
 
 def _starts(sizes: np.ndarray) -> np.ndarray:
-    return np.cumsum(sizes) - sizes
+    starts: np.ndarray = np.cumsum(sizes) - sizes
+    return starts
 
 
 def _ranked_labels(qrels: Qrels, run: Run, qids: list[str], max_docs: int | None) -> _Flat:
@@ -488,7 +489,8 @@ def _batch_columns(
 
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     out = np.zeros(len(numerator))
-    return np.divide(numerator, denominator, out=out, where=denominator > 0)
+    quotient: np.ndarray = np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return quotient
 
 
 class _Block:
@@ -506,7 +508,8 @@ class _Block:
         self.log2_ranks = _log2_ranks(width)
 
     def measure(self, m: Measure) -> np.ndarray:
-        return getattr(self, "_" + m.family)(m.k)
+        family: Callable[[int | None], np.ndarray] = getattr(self, "_" + m.family)
+        return family(m.k)
 
     # shared intermediate matrices -------------------------------------------------------
     @cached_property
@@ -579,10 +582,10 @@ class _Block:
         return np.ones(len(self.num_ret))
 
     def _num_ret(self, k: None) -> np.ndarray:
-        return self.num_ret.astype(np.float64)
+        return np.asarray(self.num_ret, dtype=np.float64)
 
     def _num_rel(self, k: None) -> np.ndarray:
-        return self.num_rel.astype(np.float64)
+        return np.asarray(self.num_rel, dtype=np.float64)
 
     def _num_rel_ret(self, k: None) -> np.ndarray:
         return self._at(self.hits, None).astype(np.float64)

@@ -29,7 +29,7 @@ class BootstrapCI(NamedTuple):
     hi: float
 
 
-def paired_differences(base: Sequence[float], new: Sequence[float]) -> np.ndarray:
+def paired_differences(base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray) -> np.ndarray:
     """new - base per question; both sequences must be non-empty, equally long and finite."""
     b = np.asarray(base, dtype=float)
     n = np.asarray(new, dtype=float)
@@ -39,7 +39,8 @@ def paired_differences(base: Sequence[float], new: Sequence[float]) -> np.ndarra
         raise InputError("paired values: no questions")
     if not (np.isfinite(b).all() and np.isfinite(n).all()):
         raise InputError("paired values must be finite numbers")
-    return n - b
+    diffs: np.ndarray = n - b
+    return diffs
 
 
 def paired_bootstrap_ci(
@@ -77,8 +78,8 @@ def _resampled_means(diffs: np.ndarray, rng: np.random.Generator, n_resamples: i
 
 
 def paired_randomization_test(
-    base: Sequence[float],
-    new: Sequence[float],
+    base: Sequence[float] | np.ndarray,
+    new: Sequence[float] | np.ndarray,
     rng: np.random.Generator,
     n_permutations: int = 10_000,
     exact_max_n: int = 12,

@@ -339,7 +339,7 @@ def _run_threaded(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done
             done, failure = _next_result(results)
             if failure is not None:
                 raise failure
-            after(done, trials.store_done(done))  # type: ignore[arg-type]
+            after(done, trials.store_done(done))
     finally:
         stop.set()
 

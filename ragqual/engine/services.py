@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ragqual.adapters.cache import ResponseCache
-from ragqual.adapters.llm import ChatModel, ChatRequest, ChatResponse
+from ragqual.vocab import ChatModel, ChatRequest, ChatResponse
 from ragqual.core.cachekey import response_cache_key
 from ragqual.engine.breaker import CircuitBreaker, breaker_threshold
 from ragqual.engine.subject import Variant

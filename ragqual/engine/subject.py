@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
+from ragqual.vocab import ChatMessage, ChatRequest, ChatResponse
 from ragqual.core.scoring import Outcome
 from ragqual.engine.cases import Case
 from ragqual.errors import InputError, RagqualError
@@ -42,12 +42,6 @@ class Variant:
     @property
     def provider(self) -> str:
         return self.model.split(":", 1)[0]
-
-    @property
-    def model_name(self) -> str:
-        """The part after the scheme ("tiny" in "ollama:tiny"); the scheme itself for "mock"."""
-        head, _, rest = self.model.partition(":")
-        return rest or head
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": self.model, "options": dict(self.options),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragqual.adapters.llm import ChatMessage, ChatRequest
+from ragqual.vocab import ChatMessage, ChatRequest
 from ragqual.core.goldens import Golden
 
 RAG_SYSTEM_PROMPT = """You answer questions for someone relying on an off-grid knowledge base.

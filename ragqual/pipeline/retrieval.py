@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ragqual.errors import InputError, LeakDetected
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
 from ragqual.pipeline.distractors import check_hits_in
 from ragqual.pipeline.query import expand_acronyms
+from ragqual.vocab import DenseIndex, QueryEmbedder, ResultMemo
 
 STRATEGIES = ("dense", "bm25", "hybrid")
 _TERM = re.compile(r"[a-z0-9]+")
@@ -81,26 +82,6 @@ class Retrieval:
 
     def context_text(self, separator: str = "\n\n") -> str:
         return separator.join(self.texts[r.chunk_id] for r in self.context)
-
-
-class DenseIndex(Protocol):
-    def search(self, vector: np.ndarray, limit: int, score_threshold: float | None = None) -> list[Any]: ...
-
-    def search_batch(self, vectors: np.ndarray, limit: int) -> list[list[Any]]: ...
-
-
-class QueryEmbedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-class ResultMemo(Protocol):
-    """Where BM25 rankings of earlier runs are kept (adapters.search_cache.SearchCache)."""
-
-    def key(self, kind: str, **fields: Any) -> str: ...
-
-    def get(self, key: str, valid: Any) -> Any | None: ...
-
-    def put(self, key: str, value: Any) -> None: ...
 
 
 BM25_STOPWORDS = "en"
@@ -289,7 +270,7 @@ class Retriever:
                 return dict(cached)
         docs, scores = self.bm25.retrieve(self._tokenize([query]), k=k, show_progress=False, n_threads=1)
         out = {self.order[int(i)]: float(s) for i, s in zip(docs[0], scores[0], strict=True) if s > 0}
-        if key is not None:
+        if self.memo is not None and key is not None:
             self.memo.put(key, list(out.items()))
         return out
 

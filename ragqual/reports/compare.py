@@ -23,7 +23,7 @@ def forest_frame(rows: Sequence[MetricComparison]) -> pd.DataFrame:
                                        "p_adjusted", "n"])
 
 
-def forest_plot(frame: pd.DataFrame, tolerance: float) -> alt.LayerChart:
+def forest_plot(frame: pd.DataFrame, tolerance: float) -> alt.LayerChart | alt.FacetChart:
     order = list(frame["row"])
     present = [v for v in VERDICT_COLOURS if v in set(frame["verdict"])] or list(VERDICT_COLOURS)
     colour = alt.Color("verdict:N", scale=alt.Scale(domain=present, range=[VERDICT_COLOURS[v] for v in present]))

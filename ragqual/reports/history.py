@@ -56,7 +56,7 @@ def _question_values(engine: Engine, run_id: int, scorer_name: str, scorer_versi
     if not parts:
         return pd.DataFrame(columns=["group", "metric", "case_id", "value"])
     rows = pd.concat(parts, ignore_index=True).dropna(subset=["value"])
-    return rows.groupby(["group", "metric", "case_id"], as_index=False)["value"].mean()
+    return rows.groupby(["group", "metric", "case_id"], as_index=False).agg(value=("value", "mean"))
 
 
 def intervals(engine: Engine, frame: pd.DataFrame, scorer_name: str, scorer_version: int | None = None) -> pd.DataFrame:
@@ -74,7 +74,7 @@ def with_intervals(rows: pd.DataFrame, widths: pd.DataFrame) -> pd.DataFrame:
     return out.assign(low=out["value"] - out["halfwidth"], high=out["value"] + out["halfwidth"])
 
 
-def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> alt.LayerChart:
+def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> alt.LayerChart | alt.FacetChart:
     data = alt.Data(values=page.records(rows[["run", "group", "fingerprint", "value", "low", "high"]]))
     base = alt.Chart(data).encode(
         x=alt.X("run:N", sort=list(order), title="run (id, git sha, date)", axis=alt.Axis(labelAngle=-40)),

@@ -8,11 +8,12 @@ import altair as alt
 import pandas as pd
 
 from ragqual.reports import page
+from ragqual.store.generation_reads import ModeLine
 
 METRICS = (("correctness", "correctness"), ("refusal", "refusal"), ("pass_rate", "pass"))
 
 
-def matrix_frame(lines: Sequence[object], modes: Sequence[str]) -> pd.DataFrame:
+def matrix_frame(lines: Sequence[ModeLine], modes: Sequence[str]) -> pd.DataFrame:
     rows = [{"model": ln.variant, "mode": ln.mode, "metric": label, "value": getattr(ln, attr)}
             for ln in lines if ln.mode in modes for attr, label in METRICS]
     return pd.DataFrame(rows, columns=["model", "mode", "metric", "value"])
@@ -31,7 +32,7 @@ def heatmap(frame: pd.DataFrame, modes: Sequence[str]) -> alt.FacetChart:
         column=alt.Column("metric:N", sort=[label for _, label in METRICS], title=None))
 
 
-def matrix_page(lines: Sequence[object], modes: Sequence[str], run_id: int, table_frame: pd.DataFrame,
+def matrix_page(lines: Sequence[ModeLine], modes: Sequence[str], run_id: int, table_frame: pd.DataFrame,
                 flag: str | None = None) -> str:
     frame = matrix_frame(lines, modes)
     parts = [page.note(f"run {run_id}. A user's model scoring near its row is at its ceiling; well below it is "

@@ -35,7 +35,9 @@ def vega_bundle() -> str:
     """vega + vega-lite + vega-embed as one inline script (from vl-convert-python, no network)."""
     import vl_convert
 
-    return vl_convert.javascript_bundle().replace("</script", "<\\/script")
+    # vl_convert's stub marks `snippet` required; at run time it defaults to the global-names snippet.
+    bundle = vl_convert.javascript_bundle()  # type: ignore[call-arg]
+    return bundle.replace("</script", "<\\/script")
 
 
 def esc(value: Any) -> str:

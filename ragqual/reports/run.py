@@ -5,7 +5,7 @@ assertion with its verdict, every scoring it has had)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import pandas as pd
@@ -48,7 +48,7 @@ def bars(frame: pd.DataFrame, category: str, metrics: Sequence[str], title: str)
     ).properties(title=title, width=max(240, 22 * len(long)), height=220)
 
 
-def decomposition_chart(lines: Sequence[ModeLine]) -> alt.LayerChart:
+def decomposition_chart(lines: Sequence[ModeLine]) -> alt.LayerChart | alt.FacetChart:
     """Correctness per mode for each model, the mock model's value as a line to compare with."""
     rows = [{"model": ln.variant, "mode": ln.mode, "correctness": ln.correctness} for ln in lines]
     frame = pd.DataFrame(rows, columns=["model", "mode", "correctness"]).dropna(subset=["correctness"])
@@ -182,7 +182,8 @@ def _retrieval_rows(engine: Engine, questions: pd.DataFrame) -> tuple[list[tuple
     metrics = [m for m in ("recall@5", "mrr") if m in set(questions["metric"])]
     wide = questions[questions["metric"].isin(metrics)].pivot_table(
         index="case_id", columns=["group_key", "metric"], values="value", aggfunc="mean")
-    columns = sorted(wide.columns)
+    # Two column levels, so a MultiIndex of (group_key, metric) pairs; the stubs type it Index[str].
+    columns = cast(list[tuple[str, str]], sorted(wide.columns))
     definitions = case_definitions(engine, list(wide.index))
     rows = []
     for case_id in sorted(wide.index):

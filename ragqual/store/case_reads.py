@@ -35,7 +35,7 @@ def _info(case_id: str, slug: str | None, definition: str | None) -> CaseInfo:
     except json.JSONDecodeError:
         data = {}
     data = data if isinstance(data, dict) else {}
-    given = data.get("input") if isinstance(data.get("input"), dict) else data  # trial case, or golden itself
+    given: dict[str, Any] = data["input"] if isinstance(data.get("input"), dict) else data  # trial case, or golden itself
     return CaseInfo(case_id, str(slug or case_id), _strings(data.get("tags") or given.get("tags")),
                     _strings(given.get("relevantDocIds")))
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
 from ragqual.errors import InputError, SchemaOutOfDate
@@ -52,7 +51,7 @@ WRITE_OPTION = "ragqual_write"
 lock first), PostgreSQL writers take the advisory lock (ragqual.store.sealing.lock)."""
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA foreign_keys=ON")
@@ -64,7 +63,7 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     dbapi_conn.isolation_level = None
 
 
-def _sqlite_begin(conn) -> None:
+def _sqlite_begin(conn: Connection) -> None:
     immediate = conn.get_execution_options().get(WRITE_OPTION)
     conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -74,7 +73,7 @@ def writer(engine: Engine) -> Engine:
     return engine.execution_options(**{WRITE_OPTION: True})
 
 
-def lock_writers(conn) -> None:
+def lock_writers(conn: Connection) -> None:
     """PostgreSQL: the transaction-scoped advisory lock every writer takes (SQLite: BEGIN IMMEDIATE)."""
     if conn.dialect.name == "postgresql":
         from ragqual.store.sealing import PG_LOCK_KEY
@@ -125,14 +124,14 @@ def current_revision(engine: Engine) -> str | None:
     return rows[0] if rows else None
 
 
-def _revision_on(conn) -> str | None:
+def _revision_on(conn: Connection) -> str | None:
     if not inspect(conn).has_table("alembic_version"):
         return None
     rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     return rows[0] if len(rows) == 1 else None
 
 
-def _upgrade_on(conn, url: str, revision: str) -> None:
+def _upgrade_on(conn: Connection, url: str, revision: str) -> None:
     from alembic import command
 
     cfg = alembic_config(url)
@@ -182,15 +181,6 @@ def ensure_at_head(engine: Engine, *, auto_create: bool) -> None:
         f"database {engine.url.render_as_string(hide_password=True)} is at {shown}, "
         f"this ragqual needs {head}: run `ragqual db upgrade`"
     )
-
-
-def default_db_url(root: Path | None = None) -> str:
-    """--db, then RAGQUAL_DB, then eval-results/eval.db under the project root."""
-    env = os.environ.get("RAGQUAL_DB")
-    if env:
-        return normalise_url(env)
-    base = root or Path.cwd()
-    return f"sqlite:///{base / 'eval-results' / 'eval.db'}"
 
 
 def require_existing(url: str) -> None:

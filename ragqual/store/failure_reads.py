@@ -84,8 +84,9 @@ def _answer(parsed: Any, raw: Any) -> str:
     if isinstance(parsed, str):
         return parsed
     message = raw.get("message") if isinstance(raw, dict) else None
-    if isinstance(message, dict) and isinstance(message.get("content"), str):
-        return message["content"]
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
     return "" if parsed is None else json.dumps(parsed)
 
 
@@ -93,7 +94,7 @@ def run_failure_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
     """Every trial of the run as the failure report reads it (newest scoring and metrics)."""
     with engine.connect() as conn:
         trials = conn.execute(text(TRIALS_SQL), {"run": run_id, "scorer": SCORER_NAME}).all()
-        correct = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
+        correct: dict[Any, Any] = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
                                     {"run": run_id}).all())
         checks: dict[int, list[CheckRow]] = {}
         for r in conn.execute(text(ASSERTIONS_SQL), {"run": run_id}):

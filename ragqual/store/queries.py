@@ -15,6 +15,7 @@ The SQL is written for SQLite and PostgreSQL alike. Two choices shape every repo
 from __future__ import annotations
 
 import json
+from typing import Any
 from collections.abc import Sequence
 
 import pandas as pd
@@ -37,7 +38,7 @@ ORDER BY s.run_id DESC
 def runs_frame(engine: Engine, kind: str | None = None, limit: int | None = None) -> pd.DataFrame:
     """The runs, oldest first; with `limit`, only the newest `limit` of them."""
     where = "WHERE s.kind = :kind" if kind else ""
-    params: dict[str, object] = {"kind": kind} if kind else {}
+    params: dict[str, Any] = {"kind": kind} if kind else {}
     if limit:
         params["limit"] = int(limit)
     sql = RUNS_SQL.format(where=where, limit="LIMIT :limit" if limit else "")
@@ -74,12 +75,14 @@ ORDER BY t.id
 TRIAL_COLUMNS = ["trial_id", "case_pk", "case_id", "slug", "variant", "model", "mode", "repeat_index", "error",
                  "prompt_tokens", "completion_tokens", "latency_ms", "cost", "cache_hit", "score", "perfect",
                  "scorer_version"]
+Row = tuple[Any, ...]  # one result row, columns as TRIAL_COLUMNS / METRIC_COLUMNS name them
+
 METRIC_COLUMNS = ["trial_id", "case_id", "group_key", "metric", "value", "scorer_version"]
 
 
 def trial_rows(
     engine: Engine, run_id: int, scorer_name: str = SCORER_NAME, scorer_version: int | None = None
-) -> list[tuple]:
+) -> list[Row]:
     """One tuple per trial of the run (TRIAL_COLUMNS) with its chosen score (None when it has none)."""
     params: dict[str, object] = {"run_id": run_id, "scorer_name": scorer_name}
     if scorer_version is not None:
@@ -101,7 +104,7 @@ def trial_frame(
     return frame
 
 
-def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) -> list[tuple]:
+def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) -> list[Row]:
     """The run's current metric rows (METRIC_COLUMNS) of the chosen scorer version (module doc)."""
     only = "AND m.scorer_version <= :scorer_version" if scorer_version is not None else ""
     sql = f"""
@@ -118,11 +121,11 @@ def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) 
     return newest_metric_rows(rows)
 
 
-def newest_metric_rows(rows: Sequence[tuple]) -> list[tuple]:
+def newest_metric_rows(rows: Sequence[Row]) -> list[Row]:
     """Of rows in id order, per key the one of the highest version, the later row on a tie.
 
     The key is (trial, metric) for a trial's rows, (question, group, metric) for the others."""
-    chosen: dict[tuple, tuple] = {}
+    chosen: dict[tuple[Any, ...], Row] = {}
     for row in rows:
         trial_id, case_id, group_key, metric, _, version = row
         key = (trial_id, metric) if trial_id is not None else (None, case_id, group_key, metric)

@@ -68,6 +68,13 @@ def _dump(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def table_of(model: type[Any]) -> Table:
+    """The Core table of a mapped class (declarative types `__table__` as a plain FromClause)."""
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table
+
+
 def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
     """Append many rows of one shape with a single executemany straight through the driver.
 
@@ -84,7 +91,7 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
     keys = list(rows[0])
     compiled = insert(table).compile(dialect=dialect, column_keys=keys)
     process = {k: table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in keys}
-    order = list(compiled.positiontup) if compiled.positional else keys
+    order = list(compiled.positiontup) if compiled.positional and compiled.positiontup else keys
     convert = [(k, process[k]) for k in order]
     if compiled.positional:
         params: list[Any] = [tuple(row[k] if p is None else p(row[k]) for k, p in convert) for row in rows]
@@ -183,7 +190,7 @@ class RunStore:
             raise exc
         raise fault from exc
 
-    def _intern(self, model: type, lookup: dict[str, Any], values: dict[str, Any]) -> int:
+    def _intern(self, model: type[Any], lookup: dict[str, Any], values: dict[str, Any]) -> int:
         def find(session: Session) -> int | None:
             query = select(model.id).filter_by(**lookup)
             return session.execute(query).scalar_one_or_none()
@@ -192,7 +199,8 @@ class RunStore:
             found = find(session)
             if found is not None:
                 return found
-            return session.execute(insert(model).values(**lookup, **values).returning(model.id)).scalar_one()
+            new_id: int = session.execute(insert(model).values(**lookup, **values).returning(model.id)).scalar_one()
+            return new_id
 
         try:
             return self._write(work)
@@ -376,14 +384,14 @@ class RunStore:
     ) -> str:
         batch = str(uuid.uuid4())
         if assertions:
-            session.execute(insert(AssertionResult.__table__), [
+            session.execute(insert(table_of(AssertionResult)), [
                 {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
                  "assertion_version": a.version, "category": a.category, "weight": a.weight,
                  "passed": a.passed, "detail": a.detail, "created_at": now}
                 for a in assertions
             ])
         if scores:
-            session.execute(insert(TrialScore.__table__), [
+            session.execute(insert(table_of(TrialScore)), [
                 {"trial_id": trial_id, "batch": batch, "scorer_name": s.scorer_name,
                  "scorer_version": s.scorer_version, "score": s.score, "perfect": s.perfect,
                  "per_category": canonical_json(s.per_category), "created_at": now}
@@ -413,7 +421,7 @@ class RunStore:
             for t, c, g, m, v, ver in rows
         ]
         if payload:
-            bulk_insert(session, MetricValue.__table__, payload)
+            bulk_insert(session, table_of(MetricValue), payload)
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
@@ -454,7 +462,7 @@ class RunStore:
              "chunk_id": r.chunk_id, "doc_id": r.doc_id, "score": r.score}
             for r in rows
         ]
-        self._write(lambda s: bulk_insert(s, RetrievalResult.__table__, payload), run_id)
+        self._write(lambda s: bulk_insert(s, table_of(RetrievalResult), payload), run_id)
 
     # -- reads -------------------------------------------------------------------
     def get_run(self, run_id: int) -> RunInfo:

@@ -110,7 +110,14 @@ def read_rows(cursor: Any, dialect: str, table: str, above: int = 0) -> list[tup
 
 def _dbapi(session: Session) -> tuple[Any, str]:
     conn = session.connection()
-    return conn.connection.dbapi_connection.cursor(), conn.dialect.name
+    return _cursor(conn), conn.dialect.name
+
+
+def _cursor(conn: Connection) -> Any:
+    """A DB-API cursor on the connection's live driver connection (open while `conn` is)."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a checked-out connection has a driver connection"
+    return dbapi.cursor()
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -189,7 +196,7 @@ def append_watermark(conn: Connection, tables: Sequence[str]) -> str:
         from ragqual.store.sealing import append_watermark
         append_watermark(op.get_bind(), ["case_aliases"])   # after the backfill
     """
-    cursor = conn.connection.dbapi_connection.cursor()
+    cursor = _cursor(conn)
     dialect = conn.dialect.name
     cursor.execute(high_water_sql(tables))
     marks = dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))

@@ -63,7 +63,8 @@ def _refused(message: str) -> InputError:
 
 def first_keyword(sql: str) -> str:
     """The statement's first word, lower-cased, after leading blanks and comments."""
-    rest = sql[_COMMENTS.match(sql).end():]
+    leading = _COMMENTS.match(sql)  # always matches: every part of the pattern is optional
+    rest = sql[leading.end():] if leading else sql
     match = re.match(r"[A-Za-z]+", rest)
     return match.group(0).lower() if match else ""
 

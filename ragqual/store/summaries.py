@@ -146,7 +146,7 @@ def group_label(variant: str, mode: str) -> str:
     return f"{variant}/{mode}" if mode else variant
 
 
-def _trial_groups(trials: list[tuple], metrics: list[tuple]) -> dict[str, GroupSummary]:
+def _trial_groups(trials: list[tuple[Any, ...]], metrics: list[tuple[Any, ...]]) -> dict[str, GroupSummary]:
     """Per variant/mode label: each question's mean over its scored repeats, and its stability."""
     at = {name: TRIAL_COLUMNS.index(name) for name in ("trial_id", "variant", "mode", "case_id", "score", "perfect")}
     label_of: dict[int, tuple[str, str]] = {}
@@ -186,7 +186,7 @@ def _assemble(values: Mapping[tuple[str, str, str], list[float]]) -> dict[str, d
     return out
 
 
-def _question_groups(metrics: list[tuple]) -> dict[str, GroupSummary]:
+def _question_groups(metrics: list[tuple[Any, ...]]) -> dict[str, GroupSummary]:
     """Metric rows without a trial (retrieval): one group per group_key."""
     values: dict[tuple[str, str, str], list[float]] = {}
     for trial_id, case_id, group_key, metric, value, _ in metrics:

@@ -174,6 +174,7 @@ def trial_detail(engine: Engine, trial_id: int) -> TrialDetail:
             raise InputError(f"no trial with id {trial_id}")
         case = session.get(CaseDef, trial.case_pk)
         variant = session.get(VariantConfig, trial.variant_id)
+        assert case is not None and variant is not None, "foreign keys guarantee both rows"
         prompt = session.get(SystemPrompt, trial.system_prompt_id) if trial.system_prompt_id else None
         return TrialDetail(
             trial_id=trial.id, run_id=trial.run_id, mode=trial.mode, repeat_index=trial.repeat_index,

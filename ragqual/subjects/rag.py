@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragqual.adapters.llm import ChatRequest, ChatResponse
+from ragqual.vocab import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden, goldens_hash

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ragqual.core.corpus import parse_corpus
-from ragqual.core.fingerprint import corpus_fingerprint, short_fingerprint
+from ragqual.core.fingerprint import corpus_fingerprint
 from ragqual.errors import InputError
 from ragqual.pipeline.chunking import ChunkConfig
 
@@ -73,8 +73,3 @@ def test_integer_and_float_ratio_are_the_same_setting() -> None:
 def test_empty_embedder_is_refused() -> None:
     with pytest.raises(InputError):
         fingerprint(embedder=" ")
-
-
-def test_short_form_is_a_prefix_of_twelve() -> None:
-    full = fingerprint()
-    assert short_fingerprint(full) == full[:12] and len(short_fingerprint(full)) == 12

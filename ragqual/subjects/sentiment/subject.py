@@ -12,7 +12,7 @@ import functools
 import re
 from typing import Any
 
-from ragqual.adapters.llm import ChatRequest
+from ragqual.vocab import ChatRequest
 from ragqual.engine.cases import Case, discover_cases
 from ragqual.engine.subject import Subject, SubjectResult, Variant, reply_text
 from ragqual.subjects.sentiment import cases as case_package
