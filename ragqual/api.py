@@ -201,9 +201,10 @@ class History:
         from ragqual.store.trial_reads import run_scorings
 
         engine = self._store.engine
-        slots = {int(r.trial_id): {"trial_id": int(r.trial_id), "case_id": r.case_id, "variant": r.variant,
-                                   "mode": r.mode, "repeat_index": int(r.repeat_index)}
-                 for r in trial_frame(engine, run_id).itertuples(index=False)}
+        frame = trial_frame(engine, run_id)
+        columns = (frame[c].tolist() for c in ("trial_id", "case_id", "variant", "mode", "repeat_index"))
+        slots = {int(t): {"trial_id": int(t), "case_id": c, "variant": v, "mode": m, "repeat_index": int(r)}
+                 for t, c, v, m, r in zip(*columns)}
         scorings = run_scorings(engine, run_id)
         return [(slots[t], s) for t in sorted(scorings) if t in slots for s in scorings[t]]
 
