@@ -125,17 +125,23 @@ def _string_field(value: dict[str, Any], key: str, name: str, line: int, *, requ
     return raw, None
 
 
-def parse_beir_corpus(name: str, data: bytes, container: str) -> Parsed:
-    """corpus.jsonl: one document per line; the title (if any) leads the text."""
-    out = Parsed()
+def _objects(name: str, data: bytes, out: Parsed) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON-lines file with their line numbers; every problem goes to `out`."""
     text, problem = decode(name, data)
     if problem is not None or text is None:
         out.issues.append(problem or Issue(name, None, "unreadable"))
-        return out
+        return
     for line, value, issue in _json_lines(name, text):
         if issue is not None or value is None:
             out.issues.append(issue or Issue(name, line, "unreadable line"))
             continue
+        yield line, value
+
+
+def parse_beir_corpus(name: str, data: bytes, container: str) -> Parsed:
+    """corpus.jsonl: one document per line; the title (if any) leads the text."""
+    out = Parsed()
+    for line, value in _objects(name, data, out):
         doc_id, id_issue = _string_field(value, "_id", name, line)
         body, body_issue = _string_field(value, "text", name, line)
         title, title_issue = _string_field(value, "title", name, line, required=False)
@@ -153,14 +159,7 @@ def parse_beir_corpus(name: str, data: bytes, container: str) -> Parsed:
 
 def parse_beir_queries(name: str, data: bytes) -> Parsed:
     out = Parsed()
-    text, problem = decode(name, data)
-    if problem is not None or text is None:
-        out.issues.append(problem or Issue(name, None, "unreadable"))
-        return out
-    for line, value, issue in _json_lines(name, text):
-        if issue is not None or value is None:
-            out.issues.append(issue or Issue(name, line, "unreadable line"))
-            continue
+    for line, value in _objects(name, data, out):
         query_id, id_issue = _string_field(value, "_id", name, line)
         body, body_issue = _string_field(value, "text", name, line)
         problems = [p for p in (id_issue, body_issue) if p] or [p for p in [_check_id(query_id, "query id", name, line)] if p]
