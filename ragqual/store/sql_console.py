@@ -24,7 +24,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -186,21 +186,16 @@ def _sqlite(database: str, sql: str, timeout: float, limit: int) -> QueryStream:
 
 
 def _sqlite_rows(cursor: sqlite3.Cursor, stop: _Stop, limit: int, stream: QueryStream) -> Iterator[tuple[Any, ...]]:
-    sent = 0
-    while True:
-        want = BATCH if limit == 0 else min(BATCH, limit - sent + 1)
-        with _ctrl_c_sets(stop):
-            batch = _translated(lambda: cursor.fetchmany(want), stop)
-        if not batch:
-            return
-        for row in batch:
-            if limit and sent == limit:
-                stream.more = True
-                return
-            sent += 1
-            yield tuple(row)
-        if stop.interrupted:
-            raise KeyboardInterrupt
+    def batches() -> Iterator[list[Any]]:
+        want = BATCH if limit == 0 else min(BATCH, limit + 1)  # one row past the limit says "more"
+        while True:
+            with _ctrl_c_sets(stop):
+                batch = _translated(lambda: cursor.fetchmany(want), stop)
+            yield batch
+            if stop.interrupted:
+                raise KeyboardInterrupt
+
+    yield from _limited(batches(), limit, stream)
 
 
 def _translated(step: Any, stop: _Stop) -> Any:
@@ -263,12 +258,21 @@ def _postgres(url: str, sql: str, timeout: float, limit: int) -> QueryStream:
 def _postgres_rows(result: Any, limit: int, stream: QueryStream, timeout: float) -> Iterator[tuple[Any, ...]]:
     from sqlalchemy.exc import DBAPIError
 
+    def batches() -> Iterator[Sequence[Any]]:
+        while True:
+            try:
+                yield result.fetchmany(BATCH)
+            except DBAPIError as exc:
+                raise _postgres_error(str(exc.orig).strip(), timeout) from None
+
+    yield from _limited(batches(), limit, stream)
+
+
+def _limited(batches: Iterator[Sequence[Any]], limit: int, stream: QueryStream) -> Iterator[tuple[Any, ...]]:
+    """Rows of the batches until an empty batch or `limit` rows (0 = all); a row past the
+    limit sets `stream.more`."""
     sent = 0
-    while True:
-        try:
-            batch = result.fetchmany(BATCH)
-        except DBAPIError as exc:
-            raise _postgres_error(str(exc.orig).strip(), timeout) from None
+    for batch in batches:
         if not batch:
             return
         for row in batch:
