@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine
 
+from ragqual.app.context import AppContext
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.records import RunInfo
@@ -183,3 +184,9 @@ def _group_table(
 def _percentile(values: pd.Series, p: float) -> float:
     present = values.dropna().tolist()
     return percentile(present, p) if present else float("nan")
+
+
+def stored_reports(app: AppContext, run_ids: Sequence[int]) -> tuple[Engine, list[tuple[RunInfo, Report]]]:
+    """Each run's report from the history (and the engine the pages read charts from)."""
+    store = app.store()
+    return store.engine, [(info, build_report(store.engine, info)) for info in map(store.get_run, run_ids)]

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.cli.compare_cmd import check_comparable
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.cli.output import emit_document, format_option, output_format
 from ragqual.core.adoption import PRIORITY, Verdict, decide
 from ragqual.errors import InputError

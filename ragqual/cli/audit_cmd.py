@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.store import trial_reads
 from ragqual.store.records import RunInfo
 from ragqual.store.trial_reads import AssertionDefRow, Scoring, TrialDetail

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
 from ragqual.app.gates import gated_summary

@@ -37,7 +37,7 @@ from ragqual.app.comparison import (
     parse_side,
 )
 from ragqual.app.gates import incomplete_sources
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.cli.output import (
     check_output,
     emit_document,

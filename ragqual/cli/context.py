@@ -1,81 +1,11 @@
-"""What every command shares: settings, the history store, the response cache (opened lazily)."""
+"""What the CLI adds around a run: the command that resumes an interrupted one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
 
-from ragqual.config import Settings
-
-
-@dataclass
-class AppContext:
-    settings: Settings
-    db_url_override: str | None
-    cache_mode: str
-    verbose: int
-    as_json: bool
-    _open: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def create(cls, *, db_url: str | None, cache_mode: str, verbose: int, as_json: bool) -> AppContext:
-        return cls(Settings.load(), db_url, cache_mode, verbose, as_json)
-
-    @property
-    def db_url(self) -> str:
-        return self.settings.db_url(self.db_url_override)
-
-    def read_only_db_url(self) -> str:
-        """The database URL for a command that only reads it (no project: exit 2 naming the cwd)."""
-        if not self.settings.project_found and not self.settings.explicit_db(self.db_url_override):
-            self._no_project(False)
-        return self.db_url
-
-    def store(self, *, auto_create: bool = True):  # -> RunStore
-        """The history store. The project root is found by walking up (config.find_project_root).
-        A read-only command (`auto_create=False`) never creates a database: without a project it
-        names the working directory and the fix, without a database it says so. A command that
-        records runs starts a project in the working directory when there is none, and says so."""
-        if "store" not in self._open:
-            from ragqual.store.db import require_existing
-            from ragqual.store.runstore import RunStore
-
-            if not self.settings.project_found and not self.settings.explicit_db(self.db_url_override):
-                self._no_project(auto_create)
-            if not auto_create:
-                require_existing(self.db_url)
-            self._open["store"] = RunStore.open(self.db_url, auto_create=auto_create)
-        return self._open["store"]
-
-    def _no_project(self, starting: bool) -> None:
-        from pathlib import Path
-
-        import click
-
-        from ragqual.config import no_project_message
-        from ragqual.errors import InputError
-
-        if not starting:
-            raise InputError(no_project_message(Path.cwd()))
-        click.echo(f"ragqual: no project above {Path.cwd()}: starting one here "
-                   f"({self.settings.results_dir})", err=True)
-
-    def response_cache(self):  # -> ResponseCache
-        if "cache" not in self._open:
-            from ragqual.adapters.cache import ResponseCache
-
-            self._open["cache"] = ResponseCache.at(self.settings.cache_dir(), self.cache_mode)
-        return self._open["cache"]
-
-    def close(self) -> None:
-        cache = self._open.pop("cache", None)
-        if cache is not None:
-            cache.close()
-        store = self._open.pop("store", None)
-        if store is not None:
-            store.engine.dispose()
+from ragqual.app.context import AppContext
 
 
 @contextmanager

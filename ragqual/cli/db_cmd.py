@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from alembic.script import ScriptDirectory
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.errors import GateFailed, InputError
 from ragqual.store import db
 

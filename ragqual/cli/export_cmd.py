@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.errors import InputError
 from ragqual.store.queries import export_metrics, export_trials
 

@@ -17,7 +17,7 @@ import click
 import pandas as pd
 from sqlalchemy import Engine
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.cli.output import check_output, emit_frame, emit_page, format_option, output_format, output_option
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import metric_means, runs_frame, score_means

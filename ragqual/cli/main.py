@@ -13,7 +13,7 @@ import sys
 import click
 
 from ragqual import __version__
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.errors import RagqualError
 
 

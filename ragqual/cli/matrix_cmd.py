@@ -7,14 +7,14 @@ import json
 import click
 import pandas as pd
 
-from ragqual.app.gates import require_finished
-from ragqual.cli.context import AppContext, resumable
-from ragqual.cli.corpus_options import corpus_options, load_corpus_context
-from ragqual.cli.generation_cmd import fmt3, pick_goldens, run_generation, sampling_options
+from ragqual.app.context import AppContext
+from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
+from ragqual.cli.context import resumable
+from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.output import check_output, emit_page, output_option
+from ragqual.cli.progress import fmt3, progress_printer
 from ragqual.errors import InputError
-from ragqual.pipeline.retrieval import RetrievalConfig
-from ragqual.store.generation_reads import ModeLine, mode_lines
+from ragqual.store.generation_reads import ModeLine
 from ragqual.subjects.rag import MODES
 
 
@@ -64,22 +64,17 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
         raise InputError("give --models A,B,C to run the models, or --run RUN_ID to show a stored run")
     flag = None
     if run_id is not None:
-        store = app.store(auto_create=False)
-        flag = require_finished(store.get_run(run_id), allow_incomplete)
-        lines = mode_lines(store.engine, run_id, scorer_version)
+        lines, flag = stored_mode_lines(app, run_id, scorer_version, allow_incomplete)
         modes = [m for m in MODES if any(ln.mode == m for ln in lines)]
     else:
-        uris = [m.strip() for m in models.split(",") if m.strip()]
+        uris = tuple(m.strip() for m in models.split(",") if m.strip())
         modes = list(MODES) if all_modes else ["e2e"]
-        with load_corpus_context(app, corpus_opts) as corpus:
-            corpus.require_expectations()
-            goldens = pick_goldens(corpus, (), (), None, limit)
-            with resumable(app, "generation"):
-                result = run_generation(app, corpus, goldens, models=uris, modes=modes, repeats=repeats,
-                                        config=RetrievalConfig(), options=sampling_options(0.0, 42, None, num_predict),
-                                        ollama_host=ollama_host)
+        options = GenerationOptions(models=uris, modes=tuple(modes), repeats=repeats, limit=limit,
+                                    ollama_host=ollama_host, num_predict=num_predict)
+        with resumable(app, "generation"):
+            result = generation_tier(app, corpus_opts, options, progress_printer(app, "generation"))
         run_id = result.run_id
-        lines = mode_lines(app.store().engine, run_id, scorer_version) if scorer_version else result.lines
+        lines = stored_mode_lines(app, run_id, scorer_version, True)[0] if scorer_version else result.lines
     if app.as_json:
         click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines]}, indent=2))
         return

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from ragqual.app.failures import failure_rows
 from ragqual.app.run_report import build_report
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.cli.output import check_output, emit_document, emit_page, format_option, output_format, output_option
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
@@ -37,7 +37,7 @@ def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
     if info.kind != "generation":
         return None
     from ragqual.app.failures import run_gap_causes
-    from ragqual.cli.generation_cmd import decomposition_text
+    from ragqual.cli.generation_tables import decomposition_text
     from ragqual.store.generation_reads import mode_lines
 
     return decomposition_text(mode_lines(engine, info.id), run_gap_causes(engine, info.id))

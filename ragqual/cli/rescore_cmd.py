@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.cli.run_cmd import print_summary, summary_dict
 from ragqual.engine.aggregate import summarise_run
 from ragqual.app.rescoring import rescore_run

@@ -9,17 +9,13 @@ from typing import Any
 import click
 import pandas as pd
 
-from ragqual.app.resume import refuse_conflicts, subject_resume_flags
-from ragqual.cli.context import AppContext, resumable
+from ragqual.app.context import AppContext
+from ragqual.app.subject_run import DEFAULT_TRIALS, SubjectRunOptions, run_subject
+from ragqual.cli.context import resumable
 from ragqual.cli.output import emit_frame
 from ragqual.engine import loop
-from ragqual.engine.aggregate import RunSummary, summarise_run
-from ragqual.engine.cases import select_by_slugs
-from ragqual.engine.services import services_for
-from ragqual.errors import InputError, RagqualError, RunInterrupted, StorageFault
-from ragqual.subjects.registry import get_subject
-
-DEFAULT_TRIALS = 3
+from ragqual.engine.aggregate import RunSummary
+from ragqual.errors import RagqualError, RunInterrupted, StorageFault
 
 
 def _split(value: str | None) -> list[str]:
@@ -90,26 +86,6 @@ class _Progress:
             self._bar.close()
 
 
-def _plan(app: AppContext, subject_name: str | None, models: tuple[str, ...], trial_count: int | None,
-          case_slugs: str | None, modes: tuple[str, ...], resume: int | None):
-    if resume is None:
-        if not subject_name:
-            raise InputError("--subject is required (or --resume RUN_ID): `ragqual run --help`")
-        subject = get_subject(subject_name, app=app)
-        cases = select_by_slugs(subject.cases(), _split(case_slugs))
-        variants = subject.default_variants(list(models) or ["mock"])
-        return subject, loop.RunPlan(variants, cases, list(modes or subject.modes), trial_count or DEFAULT_TRIALS)
-    info = app.store().get_run(resume)
-    if subject_name and subject_name != info.subject:
-        raise InputError(f"run {resume} is a run of subject {info.subject!r}, not {subject_name!r}")
-    subject = get_subject(info.subject or "", app=app)
-    given = {flag: value for flag, value in (("--model", list(models)), ("--trial-count", trial_count),
-                                              ("--case-slugs", _split(case_slugs)), ("--mode", list(modes)))
-             if value}
-    refuse_conflicts(resume, subject_resume_flags(info.params), given)
-    return subject, loop.plan_from_run(app.store(), resume, subject)
-
-
 @click.command("run")
 @click.option("--subject", "subject_name", metavar="NAME", help="The subject to run (`sentiment`, ...).")
 @click.option("--model", "models", multiple=True, metavar="URI",
@@ -132,18 +108,13 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
     Prints mean score, Pass%, latency p50/p95, cost and cache hits per variant, and the run id.
     Ctrl-C keeps every finished trial; `--resume RUN_ID` completes the run.
     """
-    subject, plan = _plan(app, subject_name, models, trial_count, case_slugs, modes, resume)
-    store = app.store()
+    options = SubjectRunOptions(subject=subject_name, models=models, trial_count=trial_count,
+                                case_slugs=tuple(_split(case_slugs)), modes=modes, max_concurrency=max_concurrency,
+                                resume=resume, ollama_host=ollama_host)
     progress = _Progress(enabled=sys.stderr.isatty() and not app.as_json)
     try:
         with resumable(app, "run"):
-            outcome = loop.run(
-                subject, plan.variants, plan.cases, store=store,
-                services=services_for(subject, app.response_cache(), ollama_host=ollama_host),
-                modes=plan.modes, repeats=plan.repeats, max_concurrency=max_concurrency,
-                resume_run_id=resume, progress=progress,
-                params={"ollama_host": ollama_host} if ollama_host else None,
-            )
+            outcome, summary = run_subject(app, options, progress)
     except RunInterrupted:
         progress.close()
         raise
@@ -154,7 +125,7 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
                        f"`ragqual run --resume {progress.run_id}` completes it", err=True)
         raise
     progress.close()
-    _report(app, outcome, summarise_run(store.engine, outcome.run_id))
+    _report(app, outcome, summary)
 
 
 def _report(app: AppContext, outcome: loop.RunOutcome, summary: RunSummary) -> None:

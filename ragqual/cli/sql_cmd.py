@@ -18,7 +18,7 @@ from typing import Any
 import click
 import pandas as pd
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.cli.output import emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
 from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, open_query
 

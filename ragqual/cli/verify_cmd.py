@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ragqual.cli.context import AppContext
+from ragqual.app.context import AppContext
 from ragqual.errors import GateFailed
 from ragqual.store.verify import Verdict, verify
 

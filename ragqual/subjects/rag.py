@@ -212,22 +212,3 @@ def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float 
     case = golden_case(golden)
     outcomes = [e.outcome for e in evaluate_all(case.assertions, answer, TrialContext(case=case, context=context))]
     return metrics_from_outcomes(golden.expect_refusal, outcomes, answer, context)
-
-
-def default_rag_subject(app: Any = None) -> RagSubject:
-    """The RAG subject over the corpus and goldens of the current project (for `ragqual run --subject rag`).
-
-    It uses the running application's context (settings, `--cache` mode) when given, so the search
-    and embedding caches obey `--cache off`; retrieval for e2e is built on first use, ingesting
-    when the corpus fingerprint changed.
-    """
-    from ragqual.cli.context import AppContext
-    from ragqual.cli.corpus_options import CorpusOptions, load_corpus_context
-    from ragqual.cli.retrieval_cmd import build_retriever
-
-    if app is None:
-        app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
-    corpus = load_corpus_context(app, CorpusOptions())
-    return RagSubject(corpus.goldens, corpus.documents, retriever=lambda: build_retriever(corpus),
-                      provenance={"corpus_fingerprint": corpus.fingerprint,
-                                  "dataset_hash": goldens_hash(corpus.goldens)})

@@ -25,7 +25,7 @@ ENTRY_POINT_GROUP = "ragqual.subjects"
 
 BUILTIN: dict[str, str] = {
     "sentiment": "ragqual.subjects.sentiment.subject:SentimentSubject",
-    "rag": "ragqual.subjects.rag:default_rag_subject",
+    "rag": "ragqual.app.rag_subject:default_rag_subject",
 }
 
 # Modules that register subject-specific check kinds (`register_check`), imported before a run

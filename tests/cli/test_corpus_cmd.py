@@ -280,8 +280,9 @@ def test_corpus_options_reach_the_command_and_override_the_settings(project):
     import click
     from click.testing import CliRunner
 
-    from ragqual.cli.context import AppContext
-    from ragqual.cli.corpus_options import corpus_options, load_corpus_context
+    from ragqual.app.context import AppContext
+    from ragqual.app.corpus import load_corpus_context
+    from ragqual.cli.corpus_options import corpus_options
 
     seen = {}
 
@@ -305,8 +306,8 @@ def test_corpus_options_reach_the_command_and_override_the_settings(project):
 
 
 def test_ensure_ingested_ingests_once_per_fingerprint_and_records_it(project, capsys):
-    from ragqual.cli.context import AppContext
-    from ragqual.cli.corpus_options import CorpusOptions, ensure_ingested, load_corpus_context
+    from ragqual.app.context import AppContext
+    from ragqual.app.corpus import CorpusOptions, ensure_ingested, load_corpus_context
 
     app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
     try:

@@ -169,7 +169,7 @@ def test_resume_refuses_flags_that_conflict_with_the_stored_plan(workdir, capsys
 
 
 def test_the_loop_never_grows_a_run_beyond_its_stored_plan(workdir):
-    from ragqual.cli.context import AppContext
+    from ragqual.app.context import AppContext
     from ragqual.engine import loop
     from ragqual.engine.services import services_for
     from ragqual.errors import InputError

@@ -1,0 +1,169 @@
+"""The generation tier as a run: the RAG subject on the engine's trial loop, appended to the
+history, and the per-model, per-mode lines a report prints (no printing here)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ragqual.app.context import AppContext
+from ragqual.app.corpus import CorpusContext, CorpusOptions, load_corpus_context
+from ragqual.app.failures import run_gap_causes
+from ragqual.app.gates import require_finished
+from ragqual.app.rag_subject import rag_subject
+from ragqual.app.resume import generation_resume_plan
+from ragqual.core.diagnosis import CauseCount
+from ragqual.core.goldens import Golden, select
+from ragqual.engine import loop
+from ragqual.engine.services import services_for
+from ragqual.engine.subject import Variant
+from ragqual.errors import InputError
+from ragqual.pipeline.retrieval import RetrievalConfig
+from ragqual.store.generation_reads import ModeLine, mode_lines
+from ragqual.subjects.rag import MODES
+
+MOCK = "mock"
+Progress = Callable[[loop.Progress], None]
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """What `ragqual generation` and `Project.generation()` accept, with the CLI's defaults."""
+
+    models: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ("e2e",)
+    repeats: int = 3
+    max_concurrency: int = 1
+    limit: int | None = None
+    tags: tuple[str, ...] = ()
+    case_ids: tuple[str, ...] = ()
+    split: str | None = None
+    ollama_host: str | None = None
+    temperature: float = 0.0
+    seed: int = 42
+    num_ctx: int | None = None
+    num_predict: int | None = None
+    strategy: str = "hybrid"
+    candidate_k: int = 20
+    context_k: int = 5
+    threshold: float | None = None
+    with_mock_line: bool = True
+
+    def retrieval_config(self) -> RetrievalConfig:
+        return RetrievalConfig(strategy=self.strategy, candidate_k=self.candidate_k, context_k=self.context_k,
+                               threshold=self.threshold)
+
+    def sampling(self) -> dict[str, Any]:
+        return sampling_options(self.temperature, self.seed, self.num_ctx, self.num_predict)
+
+
+DEFAULTS = GenerationOptions()
+
+
+@dataclass
+class GenerationOutcome:
+    run_id: int
+    lines: list[ModeLine]
+    outcome: loop.RunOutcome
+
+
+def variants_for(models: Sequence[str], with_mock_line: bool) -> list[Variant]:
+    chosen = list(dict.fromkeys(models)) or [MOCK]
+    if with_mock_line and MOCK not in chosen:
+        chosen.append(MOCK)  # the extractive ceiling beside every real model
+    return [Variant(name=m, model=m) for m in chosen]
+
+
+def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden], *, models: Sequence[str],
+                   modes: Sequence[str], repeats: int, config: RetrievalConfig, options: dict[str, Any],
+                   max_concurrency: int = 1, resume: int | None = None, ollama_host: str | None = None,
+                   with_mock_line: bool = True, progress: Progress | None = None) -> GenerationOutcome:
+    """One generation run over `goldens` (resuming run `resume` when given), appended to the history."""
+    subject = rag_subject(corpus, goldens, config, options)
+    if "e2e" in modes:
+        subject.retriever()  # ingest (if needed) before the progress bar starts
+    variants = variants_for(models, with_mock_line)
+    services = services_for(subject, app.response_cache(), ollama_host=ollama_host)
+    params = {"retrieval": config.as_dict(), "options": subject.options, "models": [v.model for v in variants],
+              "modes": list(modes), "repeats": repeats, "embedder": corpus.embedder_id,
+              "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode}
+    outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
+                       repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
+                       argv=sys.argv, params=params, progress=progress)
+    names = [v.name for v in variants]
+    lines = sorted(mode_lines(app.store().engine, outcome.run_id),
+                   key=lambda ln: (names.index(ln.variant) if ln.variant in names else 99,
+                                   MODES.index(ln.mode) if ln.mode in MODES else 99))
+    return GenerationOutcome(outcome.run_id, lines, outcome)
+
+
+def parse_modes(modes: Sequence[str], all_modes: bool) -> list[str]:
+    if all_modes:
+        return list(MODES)
+    return list(dict.fromkeys(modes)) or ["e2e"]
+
+
+def sampling_options(temperature: float, seed: int, num_ctx: int | None, num_predict: int | None) -> dict[str, Any]:
+    options: dict[str, Any] = {"temperature": temperature, "seed": seed}
+    if num_ctx:
+        options["num_ctx"] = num_ctx
+    if num_predict:
+        options["num_predict"] = num_predict
+    return options
+
+
+def pick_goldens(corpus: CorpusContext, tags, case_ids, split, limit) -> list[Golden]:
+    goldens = select(corpus.goldens, tags=tags or None, ids=case_ids or None, split=split, limit=limit)
+    if not goldens:
+        raise InputError("no golden question matches the filters")
+    return goldens
+
+
+def extra_calls(model_calls: int, cache_hits: int, trials: int) -> int:
+    """Requests beyond one answer per trial: the e2e mode first asks the model to rewrite a
+    multi-turn conversation into a standalone search query (each request is a call or a hit)."""
+    return max(0, model_calls + cache_hits - trials)
+
+
+def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: GenerationOptions,
+                    progress: Progress | None = None) -> GenerationOutcome:
+    """A fresh generation run with `options` over the goldens they select."""
+    with load_corpus_context(app, corpus_opts) as corpus:
+        corpus.require_expectations()
+        goldens = pick_goldens(corpus, options.tags, options.case_ids, options.split, options.limit)
+        return run_generation(app, corpus, goldens, models=options.models, modes=list(options.modes),
+                              repeats=options.repeats, config=options.retrieval_config(),
+                              options=options.sampling(), max_concurrency=options.max_concurrency,
+                              ollama_host=options.ollama_host, with_mock_line=options.with_mock_line,
+                              progress=progress)
+
+
+def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, given: dict[str, Any],
+                      selection: Callable[[CorpusContext], list[Golden]] | None, *, max_concurrency: int = 1,
+                      ollama_host: str | None = None, progress: Progress | None = None) -> GenerationOutcome:
+    """Finish run `run_id` with the plan it was started with; `given` (flags typed again) and the
+    goldens `selection` picks must agree with that plan (app.resume says what conflicts)."""
+    with load_corpus_context(app, corpus_opts) as corpus:
+        corpus.require_expectations()
+        selected = None if selection is None else (lambda: selection(corpus))
+        plan = generation_resume_plan(app.store().get_run(run_id), given, corpus.goldens, selected, corpus.fingerprint)
+        return run_generation(app, corpus, plan.goldens, models=[v.model for v in plan.variants], modes=plan.modes,
+                              repeats=plan.repeats, config=plan.config, options=plan.options,
+                              max_concurrency=max_concurrency, resume=run_id, ollama_host=ollama_host,
+                              with_mock_line=False, progress=progress)
+
+
+def gap_causes(app: AppContext, run_id: int) -> dict[str, CauseCount]:
+    """Per model, why its e2e answers fall short of its oracle answers (measured from the trials)."""
+    return run_gap_causes(app.store().engine, run_id)
+
+
+def stored_mode_lines(app: AppContext, run_id: int, scorer_version: int | None,
+                      allow_incomplete: bool) -> tuple[list[ModeLine], str | None]:
+    """The per-model, per-mode lines of a stored run, and the flag an unfinished run carries
+    (refused, exit 1, unless `allow_incomplete`)."""
+    store = app.store(auto_create=False)
+    flag = require_finished(store.get_run(run_id), allow_incomplete)
+    return mode_lines(store.engine, run_id, scorer_version), flag

@@ -1,0 +1,215 @@
+"""The retrieval tier as a run: build the retriever, run each configuration over the goldens,
+append everything to the history, and return what a report needs (no printing)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragqual.adapters.provenance import capture
+from ragqual.app.context import AppContext
+from ragqual.app.corpus import (
+    CorpusContext,
+    CorpusOptions,
+    ensure_ingested,
+    index_known_current,
+    load_corpus_context,
+    preload,
+    show_progress,
+)
+from ragqual.core import trec
+from ragqual.core.goldens import Golden, goldens_hash, select
+from ragqual.errors import InputError
+from ragqual.pipeline.batch_embed import embed_in_batches
+from ragqual.pipeline.chunking import embed_text_for_chunk
+from ragqual.pipeline.report import write_report
+from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
+from ragqual.pipeline.retrieval_tier import TierResult, quality_section, run_tier, timing_section
+from ragqual.store.records import RetrievalRow
+
+SUBJECT = "rag"
+STANDARD_CANDIDATE_K = 1000  # trec_eval's depth: MAP and nDCG as published for standard collections
+BUNDLED_CANDIDATE_K = 20
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    """What `ragqual retrieval` and `Project.retrieval()` accept; None means "the default for the
+    goldens' layout" (a BEIR/TREC collection runs at trec_eval's depth, stemmed, without the
+    bundled corpus's acronym expansion and rerank)."""
+
+    strategies: tuple[str, ...] = ()
+    ablate: bool = False
+    threshold: float | None = None
+    tags: tuple[str, ...] = ()
+    split: str | None = None
+    limit: int | None = None
+    candidate_k: int | None = None
+    context_k: int = 5
+    rrf_k: int = 60
+    expand: bool | None = None
+    rerank: bool | None = None
+    stem: bool | None = None
+    write_report: bool = False
+    export_trec: Path | None = None
+    distractors: Path | None = None
+
+
+def _default(flag: bool | None, otherwise: bool) -> bool:
+    return otherwise if flag is None else flag
+
+
+@dataclass
+class RetrievalOutcome:
+    run_id: int
+    results: dict[str, TierResult]
+    report: dict[str, Any]
+    files: list[Path] = field(default_factory=list)  # the report and TREC files written, if asked
+
+
+def build_retriever(corpus: CorpusContext) -> Retriever:
+    """The retriever over the ingested corpus; ingests first when the fingerprint changed.
+
+    When the store must be opened (not known current), qdrant-client and bm25s are imported
+    on a background thread while the chunks are embedded: the model runs in native code
+    without the GIL, so on a cold run the ~2 s of imports mostly overlap it.
+    """
+    loading = None if index_known_current(corpus) else preload(["ragqual.pipeline.ingest", "bm25s"])
+    chunks = corpus.chunks
+    texts = [embed_text_for_chunk(c, corpus.chunk_config) for c in chunks]
+    vectors = embed_in_batches(texts, corpus.embedder, progress=show_progress(corpus.app))
+    if loading is not None:
+        loading.join()
+    ensure_ingested(corpus)
+    return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
+                     memo=corpus.search_cache(), stem=corpus.bm25_stem, distractor_dir=corpus.distractor_dir)
+
+
+def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
+    """Each golden as the RAG subject's case (same id, same definition as the generation tier
+    records), so one golden version is one `cases` row for both tiers."""
+    from ragqual.subjects.rag import golden_case
+
+    cases = [golden_case(g) for g in goldens]
+    return app.store().record_cases(SUBJECT, [(c.id, c.slug, c.definition()) for c in cases])
+
+
+def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
+                  configs: dict[str, RetrievalConfig], *, kind: str = "retrieval",
+                  retriever: Retriever | None = None) -> RetrievalOutcome:
+    """Run each named configuration over the goldens and append everything to the history."""
+    retriever = retriever or build_retriever(corpus)
+    retriever.prefetch([g.query for g in goldens], list(configs.values()))
+    results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
+    store = app.store()
+    provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},
+                                 "chunking": corpus.chunk_config.as_dict(), "embedder": corpus.embedder_id,
+                                 "goldens": len(goldens)},
+                         corpus_fingerprint=corpus.fingerprint, dataset_hash=goldens_hash(goldens))
+    run_id = store.start_run(kind, SUBJECT, provenance)
+    record_goldens(app, goldens)
+    for name, result in results.items():
+        metric_rows = [(None, q.golden.id, name, metric, value, 1) for q in result.queries for metric, value in sorted(q.metrics.items())]
+        store.append_metrics(run_id, metric_rows)
+        store.append_retrieval_results(run_id, [
+            RetrievalRow(name, q.golden.id, rank, r.chunk_id, r.doc_id, r.score)
+            for q in result.queries for rank, r in enumerate(q.retrieval.candidates, start=1)
+        ])
+    store.add_event(run_id, "finished")
+    report = {
+        "quality": {name: quality_section(r) for name, r in results.items()},
+        "timings": {name: timing_section(r) for name, r in results.items()},
+        "run": {"run_id": run_id, "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
+                "corpus_fingerprint": corpus.fingerprint, "dataset_hash": provenance.dataset_hash,
+                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus), **_layout(corpus)},
+    }
+    return RetrievalOutcome(run_id, results, report)
+
+
+def _layout(corpus: CorpusContext) -> dict[str, object]:
+    """What a standard collection run adds to the report's run section (nothing for the bundled format)."""
+    if corpus.layout == "ragqual" and not corpus.bm25_stem:
+        return {}
+    return {"goldens_layout": corpus.layout, "bm25_stemming": corpus.bm25_stem}
+
+
+def _reuse(corpus: CorpusContext) -> dict[str, int] | None:
+    """How many dense searches came from the search cache (their latency is a cache read)."""
+    cache = corpus.search_cache()
+    return None if cache is None else {"dense_reused": cache.hits, "dense_searched": cache.misses}
+
+
+def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
+    """The full pipeline and each stage switched off in turn."""
+    configs = {"full": base, "no-acronym-expansion": base.with_(expand_acronyms=False), "no-rerank": base.with_(rerank=False)}
+    if base.strategy == "hybrid":
+        configs["dense-only"] = base.with_(strategy="dense")
+        configs["bm25-only"] = base.with_(strategy="bm25")
+    return configs
+
+
+def write_trec_files(directory: Path, goldens: Sequence[Golden], results: dict[str, TierResult]) -> list[Path]:
+    """Goldens as qrels and each strategy's document ranking as a TREC run (score = 1 / rank)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    qrels = {g.id: dict(g.grades) for g in goldens if not g.expect_refusal}
+    paths = [directory / "qrels.txt"]
+    paths[0].write_text(trec.format_qrels(qrels), encoding="utf-8")
+    for name, result in results.items():
+        run = {q.golden.id: {doc: 1.0 / rank for rank, doc in enumerate(q.ranked_docs, start=1)}
+               for q in result.queries if not q.golden.expect_refusal and q.ranked_docs}
+        path = directory / f"run.{name}.txt"
+        path.write_text(trec.format_run(run, f"ragqual-{name}"), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def retrieval_configs(strategies: Sequence[str], **params) -> dict[str, RetrievalConfig]:
+    chosen = list(dict.fromkeys(strategies)) or list(STRATEGIES)
+    return {s: RetrievalConfig(strategy=s, **params) for s in chosen}
+
+
+def with_distractors_side_by_side(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
+                                  configs: dict[str, RetrievalConfig], plain: RetrievalOutcome, folder: Path) -> RetrievalOutcome:
+    """Run the same configurations again with `folder`'s documents in the index as distractors (a second
+    run in the history, its own ingest); the plain outcome gains a `distractors` section side by side."""
+    corpus.close()  # one client at a time may hold the embedded store
+    with corpus.with_distractors(folder) as crowded:
+        other = run_retrieval(app, crowded, goldens, configs)
+        added = len(crowded.documents) - len(corpus.documents)
+    plain.report["distractors"] = {
+        "folder": str(folder), "documents": added, "run_id": other.run_id,
+        "overall": {name: {"without": plain.report["quality"][name]["overall"], "with": q["overall"]}
+                    for name, q in other.report["quality"].items()},
+    }
+    return plain
+
+
+def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: RetrievalOptions) -> RetrievalOutcome:
+    """The whole `ragqual retrieval` run: goldens selected, configurations built (or the ablation),
+    the run appended, optionally repeated with distractors, the report and TREC files written."""
+    with load_corpus_context(app, corpus_opts) as corpus:
+        standard = corpus.layout != "ragqual"
+        corpus.bm25_stem = _default(options.stem, standard)
+        params: dict[str, Any] = dict(
+            threshold=options.threshold,
+            candidate_k=options.candidate_k or (STANDARD_CANDIDATE_K if standard else BUNDLED_CANDIDATE_K),
+            context_k=options.context_k, rrf_k=options.rrf_k, expand_acronyms=_default(options.expand, not standard),
+            rerank=_default(options.rerank, not standard))
+        goldens = select(corpus.goldens, tags=list(options.tags) or None, split=options.split, limit=options.limit)
+        if not goldens:
+            raise InputError("no golden question matches the filters")
+        configs = retrieval_configs(options.strategies, **params)
+        if options.ablate:
+            base = next(iter(configs.values())) if options.strategies else RetrievalConfig(strategy="hybrid", **params)
+            configs = ablation_configs(base)
+        outcome = run_retrieval(app, corpus, goldens, configs)
+        if options.distractors is not None:
+            outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, options.distractors)
+    if options.write_report:
+        outcome.files.extend(write_report(outcome.report, app.settings.results_dir / "reports",
+                                          f"retrieval-run{outcome.run_id}"))
+    if options.export_trec is not None:
+        outcome.files.extend(write_trec_files(options.export_trec, goldens, outcome.results))
+    return outcome

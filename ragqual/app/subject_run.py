@@ -1,0 +1,66 @@
+"""Any registered subject as a run: its plan (fresh, or the stored plan of a run being resumed),
+the trial loop, and the per-variant summary read back from the history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ragqual.app.context import AppContext
+from ragqual.app.resume import refuse_conflicts, subject_resume_flags
+from ragqual.engine import loop
+from ragqual.engine.aggregate import RunSummary, summarise_run
+from ragqual.engine.cases import select_by_slugs
+from ragqual.engine.services import services_for
+from ragqual.engine.subject import Subject
+from ragqual.errors import InputError
+from ragqual.subjects.registry import get_subject
+
+DEFAULT_TRIALS = 3
+
+
+@dataclass(frozen=True)
+class SubjectRunOptions:
+    """What `ragqual run` accepts; `resume` finishes a stored run with the plan it started with."""
+
+    subject: str | None = None
+    models: tuple[str, ...] = ()
+    trial_count: int | None = None
+    case_slugs: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    max_concurrency: int = 1
+    resume: int | None = None
+    ollama_host: str | None = None
+
+
+def plan_run(app: AppContext, o: SubjectRunOptions) -> tuple[Subject, loop.RunPlan]:
+    if o.resume is None:
+        if not o.subject:
+            raise InputError("--subject is required (or --resume RUN_ID): `ragqual run --help`")
+        subject = get_subject(o.subject, app=app)
+        cases = select_by_slugs(subject.cases(), list(o.case_slugs))
+        variants = subject.default_variants(list(o.models) or ["mock"])
+        return subject, loop.RunPlan(variants, cases, list(o.modes or subject.modes), o.trial_count or DEFAULT_TRIALS)
+    info = app.store().get_run(o.resume)
+    if o.subject and o.subject != info.subject:
+        raise InputError(f"run {o.resume} is a run of subject {info.subject!r}, not {o.subject!r}")
+    subject = get_subject(info.subject or "", app=app)
+    given = {flag: value for flag, value in (("--model", list(o.models)), ("--trial-count", o.trial_count),
+                                              ("--case-slugs", list(o.case_slugs)), ("--mode", list(o.modes)))
+             if value}
+    refuse_conflicts(o.resume, subject_resume_flags(info.params), given)
+    return subject, loop.plan_from_run(app.store(), o.resume, subject)
+
+
+def run_subject(app: AppContext, options: SubjectRunOptions,
+                progress: loop.ProgressCallback | None = None) -> tuple[loop.RunOutcome, RunSummary]:
+    """Plan, run every trial into the history, and summarise the run per variant."""
+    subject, plan = plan_run(app, options)
+    store = app.store()
+    outcome = loop.run(
+        subject, plan.variants, plan.cases, store=store,
+        services=services_for(subject, app.response_cache(), ollama_host=options.ollama_host),
+        modes=plan.modes, repeats=plan.repeats, max_concurrency=options.max_concurrency,
+        resume_run_id=options.resume, progress=progress,
+        params={"ollama_host": options.ollama_host} if options.ollama_host else None,
+    )
+    return outcome, summarise_run(store.engine, outcome.run_id)

@@ -1,0 +1,63 @@
+"""How a long run shows itself on the terminal, and the one format of a share in its tables."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from ragqual.app.context import AppContext
+from ragqual.engine import loop
+
+_IMPORTED = time.time()
+
+
+def process_started() -> float:
+    """When this process started (epoch seconds), so an elapsed time includes interpreter start-up
+    and imports: from /proc on Linux, else when this module was imported."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as boot:
+            btime = next(int(line.split()[1]) for line in boot if line.startswith("btime"))
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED
+
+
+def elapsed_since_start() -> float:
+    return max(0.0, time.time() - process_started())
+
+
+def progress_printer(app: AppContext, label: str):
+    """A tqdm bar on stderr (silent in --json mode)."""
+    from tqdm import tqdm
+
+    state: dict[str, Any] = {}
+
+    interactive = sys.stderr.isatty()
+
+    def update(p: loop.Progress) -> None:
+        if app.as_json:
+            return
+        if not interactive:  # a log, not a bar: one line per tenth of the run
+            step = max(1, p.total // 10)
+            if p.total and (p.done % step == 0 or p.done == p.total):
+                click.echo(f"{label}: {p.done}/{p.total} trials", err=True)
+            return
+        if p.done == 0:
+            state["bar"] = tqdm(total=p.total, desc=label, unit="trial", file=sys.stderr, leave=False)
+            return
+        state["bar"].update(1)
+        if p.done == p.total:
+            state["bar"].close()
+
+    return update
+
+
+def fmt3(value: float | None) -> str:
+    """A share with three decimals, or a dash when there is none."""
+    return "–" if value is None else f"{value:.3f}"
