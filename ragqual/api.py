@@ -7,8 +7,10 @@
     trials = history.trials(int(runs.run_id.iloc[-1]))
 
 `ragqual.Project(path)` is a project folder (its `[tool.ragqual]` settings, its history) and the
-operations on it; today `history()`, `report(run_id)` (as `ragqual report`) and `rescore(run_id)`
-(as `ragqual rescore`).
+operations the CLI offers on it, with the same names, options and defaults: `ingest()`,
+`retrieval(**options)`, `generation(**options)`, `eval(**options)`, `compare(base, new, **options)`,
+`report(run_id)`, `rescore(run_id)` and `history()`. Each run returns a result with its `run_id`,
+a `summary` and `.to_frame()`; the CLI commands are these calls plus printing.
 
 Every per-run frame carries the run's provenance columns (`run_id`, `git_sha`, `git_dirty`,
 `corpus_fingerprint`, `dataset_hash`, `ragqual_version`), so frames of several runs can be
@@ -27,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ragqual.app.comparison import Comparison
+    from ragqual.app.context import AppContext
+    from ragqual.app.corpus import CorpusOptions
     from ragqual.app.run_report import Report
     from ragqual.config import Settings
     from ragqual.engine.rescore import RescoreSummary
@@ -75,6 +80,93 @@ class RescoreResult:
             return history.trials(self.run_id)
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """A run appended to the history by `Project.retrieval/generation`: its id, kind, summary
+    (the numbers the CLI prints) and `.to_frame()` (its metric rows, or its trials)."""
+
+    run_id: int
+    kind: str
+    summary: dict[str, Any]
+    url: str
+
+    def to_frame(self) -> pd.DataFrame:
+        with open_history(self.url) as history:
+            return history.metrics(self.run_id) if self.kind == "retrieval" else history.trials(self.run_id)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """`Project.eval()`: the retrieval and generation runs of the main job."""
+
+    retrieval: RunResult
+    generation: RunResult
+
+    @property
+    def run_id(self) -> int:
+        return self.generation.run_id
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {"retrieval": self.retrieval.summary, "generation": self.generation.summary}
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.generation.to_frame()
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """`Project.ingest()`: what was written to the eval points and the corpus snapshot row."""
+
+    fingerprint: str
+    documents: int
+    chunks: int
+    snapshot_id: int
+    chunks_per_document: dict[str, int]
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "documents": self.documents, "chunks": self.chunks}
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame(sorted(self.chunks_per_document.items()), columns=["doc_id", "chunks"])
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """`Project.compare(base, new)`: the comparison (rows with verdicts, flips, notes)."""
+
+    comparison: Comparison
+
+    @property
+    def regressions(self) -> list[str]:
+        return [f"{r.group} {r.metric}" for r in self.comparison.regressions]
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return {f"{r.group} {r.metric}": r.verdict for r in self.comparison.rows}
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame([asdict(r) for r in self.comparison.rows])
+
+
+def _split_options(options: dict[str, Any]) -> tuple[CorpusOptions, dict[str, Any]]:
+    """The corpus options (--corpus, --goldens, --embedder...) apart from the command's own; a list
+    given for a repeatable option becomes the tuple the option classes hold."""
+    from dataclasses import fields
+
+    from ragqual.app.corpus import CorpusOptions
+
+    names = {f.name for f in fields(CorpusOptions)}
+    corpus = CorpusOptions(**{k: v for k, v in options.items() if k in names})
+    rest = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k not in names}
+    return corpus, rest
+
+
 class Project:
     """A project folder: its `[tool.ragqual]` settings (corpus, goldens, db...) and its history,
     resolved as the CLI resolves them when run in that folder."""
@@ -94,6 +186,74 @@ class Project:
 
     def history(self) -> History:
         return History(_existing_store(self.db_url))
+
+    def _app(self) -> AppContext:
+        from ragqual.app.context import AppContext
+
+        return AppContext(self.settings, None, "auto", 0, True)
+
+    def _run(self, fn: Any) -> Any:
+        app = self._app()
+        try:
+            return fn(app)
+        finally:
+            app.close()
+
+    def ingest(self, **options: Any) -> IngestResult:
+        """Rebuild the eval points from the corpus, as `ragqual corpus ingest` (corpus options only)."""
+        from ragqual.app.corpus_ops import ingest_corpus
+
+        corpus, _ = _split_options(options)
+        outcome = self._run(lambda app: ingest_corpus(app, corpus))
+        report = outcome.report
+        return IngestResult(report.fingerprint, report.documents, report.total_chunks, outcome.snapshot_id,
+                            dict(report.chunks_per_document))
+
+    def retrieval(self, **options: Any) -> RunResult:
+        """The retrieval tier, as `ragqual retrieval` (options named as its flags: strategies, tags,
+        split, limit, candidate_k, context_k, ...; corpus options too). Summary: per strategy, the
+        overall metrics."""
+        from ragqual.app.retrieval_run import RetrievalOptions, retrieval_tier
+
+        corpus, rest = _split_options(options)
+        outcome = self._run(lambda app: retrieval_tier(app, corpus, RetrievalOptions(**rest)))
+        summary = {name: q["overall"] for name, q in outcome.report["quality"].items()}
+        return RunResult(outcome.run_id, "retrieval", summary, self.db_url)
+
+    def generation(self, **options: Any) -> RunResult:
+        """The generation tier, as `ragqual generation` (models, modes, repeats, limit, tags, ...).
+        Summary: one entry per model and mode with correctness, refusal and pass rate."""
+        from ragqual.app.generation_run import GenerationOptions, generation_tier
+
+        corpus, rest = _split_options(options)
+        outcome = self._run(lambda app: generation_tier(app, corpus, GenerationOptions(**rest)))
+        return RunResult(outcome.run_id, "generation", _mode_summary(outcome.lines), self.db_url)
+
+    def eval(self, **options: Any) -> EvalResult:
+        """The main job, as `ragqual eval` (models, repeats, limit, tags, max_concurrency)."""
+        from ragqual.app.eval_run import EvalOptions, evaluate
+
+        corpus, rest = _split_options(options)
+        outcome = self._run(lambda app: evaluate(app, corpus, EvalOptions(**rest)))
+        retrieval = {name: q["overall"] for name, q in outcome.retrieval.report["quality"].items()}
+        return EvalResult(RunResult(outcome.retrieval.run_id, "retrieval", retrieval, self.db_url),
+                          RunResult(outcome.generation.run_id, "generation", _mode_summary(outcome.generation.lines),
+                                    self.db_url))
+
+    def compare(self, base: str | int, new: str | int, **options: Any) -> CompareResult:
+        """Compare NEW with BASE (run ids, RUN:GROUP or baseline files), as `ragqual compare`
+        (gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
+        scorer_name, scorer_version, allow_incomplete)."""
+        from dataclasses import fields
+
+        from ragqual.app.comparison import Options, compare_sources
+
+        names = {f.name for f in fields(Options)}
+        given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+        chosen = Options(**{k: v for k, v in given.items() if k in names})
+        extra = {k: v for k, v in given.items() if k not in names}
+        comparison = self._run(lambda app: compare_sources(app, str(base), str(new), chosen, **extra))
+        return CompareResult(comparison)
 
     def report(self, run_id: int | None = None, *, by: Sequence[str] = (), scorer: str | None = None,
                scorer_version: int | None = None) -> Report:
@@ -237,3 +397,8 @@ def _with_provenance(frame: pd.DataFrame, info: RunInfo) -> pd.DataFrame:
         if name not in out.columns:
             out.insert(0, name, [values[name]] * len(out))
     return out
+
+
+def _mode_summary(lines: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    return {f"{ln.variant} {ln.mode}": {"correctness": ln.correctness, "refusal": ln.refusal, "pass": ln.pass_rate,
+                                        "questions": ln.questions, "unstable": ln.unstable} for ln in lines}

@@ -118,7 +118,8 @@ def test_unknown_run_and_missing_database_are_clear(history_db, tmp_path):
 def readme_example() -> str:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     section = text.split("### From Python", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    return next(block for block in blocks if "open_history" in block)
 
 
 def test_readme_example_runs_against_a_project_history(history_db, tmp_path, monkeypatch):

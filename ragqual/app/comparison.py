@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragqual.app.gates import gated_summary
+from ragqual.app.context import AppContext
+from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.core import stats
 from ragqual.core.multiplicity import benjamini_hochberg, holm
 from ragqual.core.scoring import SCORER_NAME
@@ -436,3 +437,32 @@ def _flips(label: str, b: GroupSummary, n: GroupSummary, excluded: set[str],
             out.append(Flip(label, metric, q, _golden(q, cases), info.tags if info else (),
                             "pass->fail" if before == 1.0 else "fail->pass"))
     return sorted(out, key=lambda f: (f.direction != "pass->fail", f.golden_id))
+
+
+def mark_incomplete(comparison: Comparison, label: str) -> Comparison:
+    """With --allow-incomplete, every metric row names the unfinished run(s) it was computed from."""
+    if not label:
+        return comparison
+    return replace(
+        comparison,
+        rows=[replace(r, group=f"{r.group} [{label}]") for r in comparison.rows],
+        tag_rows=[replace(r, group=f"{r.group} [{label}]") for r in comparison.tag_rows],
+        notes=[*comparison.notes, f"{label}: compared with --allow-incomplete"],
+    )
+
+
+def compare_sources(app: AppContext, base: str, new: str, options: Options, scorer_name: str = SCORER_NAME,
+                    scorer_version: int | None = None, allow_incomplete: bool = False) -> Comparison:
+    """`ragqual compare BASE NEW`: each side a run id (optionally RUN:GROUP) or a baseline file, read
+    from the project's history; with `allow_incomplete`, rows name the unfinished run(s)."""
+    def read_store() -> RunStore:
+        return app.store(auto_create=False)
+
+    base_summary = load_side(base, read_store, scorer_name, scorer_version, allow_incomplete)
+    new_summary = load_side(new, read_store, scorer_name, scorer_version, allow_incomplete)
+    if parse_side(base).group and parse_side(new).group:
+        base_summary, new_summary = pair_single_groups(base_summary, new_summary)
+    from_history = not (is_baseline_file(base) and is_baseline_file(new))
+    cases = load_case_infos(base_summary, new_summary, read_store, from_history)
+    comparison = compare(base_summary, new_summary, options, cases)
+    return mark_incomplete(comparison, incomplete_sources(base_summary, new_summary))

@@ -53,6 +53,10 @@ class AppContext:
             self._open["store"] = RunStore.open(self.db_url, auto_create=auto_create)
         return self._open["store"]
 
+    def history(self) -> Any:  # -> sqlalchemy.Engine
+        """The engine of an existing history, for readers (reports, pages): never creates a database."""
+        return self.store(auto_create=False).engine
+
     def _no_project(self, starting: bool) -> None:
         from pathlib import Path
 

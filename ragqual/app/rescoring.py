@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragqual.app.context import AppContext
 from ragqual.config import Settings
+from ragqual.engine.aggregate import RunSummary
 from ragqual.engine.rescore import (
     Overrides,
     RescoreSummary,
@@ -60,3 +62,18 @@ def rescore_run(store: RunStore, run_id: int, settings: Settings, *, goldens_dir
     if assertions_from is not None:
         overrides = load_assertion_overrides(assertions_from, predicate_registry(subject.cases()))
     return rescore(store, run_id, subject, assertions_override=overrides, scorers=scorers), note
+
+
+def rescore_stored(app: AppContext, run_id: int, scorer_name: str | None = None, *,
+                   goldens_dir: str | Path | None = None, assertions_from: str | Path | None = None,
+                   ) -> tuple[RescoreSummary, str | None, RunSummary]:
+    """Rescore RUN_ID in the project's history (`ragqual rescore`): what changed, where the
+    assertions came from, and the run's per-variant summary under the new scores."""
+    from ragqual.engine.aggregate import summarise_run
+    from ragqual.engine.scorers import get_scorer
+
+    store = app.store(auto_create=False)
+    scorers = [get_scorer(scorer_name)] if scorer_name else None
+    result, note = rescore_run(store, run_id, app.settings, goldens_dir=goldens_dir,
+                               assertions_from=assertions_from, scorers=scorers)
+    return result, note, summarise_run(store.engine, run_id, result.scorers[0][0])

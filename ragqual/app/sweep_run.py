@@ -4,7 +4,6 @@ split for reporting, the adoption rule's verdict, and the JSON report (no printi
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

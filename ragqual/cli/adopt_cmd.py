@@ -14,9 +14,10 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from ragqual.app.gates import gated_summary, incomplete_sources
-from ragqual.cli.compare_cmd import check_comparable
+from ragqual.app.gates import incomplete_sources
+from ragqual.app.comparison import check_comparable
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import run_summary
 from ragqual.cli.output import emit_document, format_option, output_format
 from ragqual.core.adoption import PRIORITY, Verdict, decide
 from ragqual.errors import InputError
@@ -57,8 +58,7 @@ class _Loader:
             if spec.is_file:
                 self.cache[key] = load_baseline(spec.target)
             else:
-                self.cache[key] = gated_summary(self.app.store(auto_create=False), int(spec.target),
-                                                allow_incomplete=self.allow_incomplete)
+                self.cache[key] = run_summary(self.app, int(spec.target), allow_incomplete=self.allow_incomplete)
         return self.cache[key]
 
 
@@ -119,7 +119,7 @@ def _incomplete_of(app: AppContext, name: str) -> str:
     target = name.rpartition(":")[0] or name
     if not target.isdigit() or Path(target).is_file():
         return ""
-    return incomplete_sources(gated_summary(app.store(auto_create=False), int(target), allow_incomplete=True))
+    return incomplete_sources(run_summary(app, int(target), allow_incomplete=True))
 
 
 @click.command("adopt")

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from datetime import datetime
 from typing import Any
 
 import click
 
 from ragqual.app.context import AppContext
-from ragqual.store import trial_reads
-from ragqual.store.records import RunInfo
-from ragqual.store.trial_reads import AssertionDefRow, Scoring, TrialDetail
-
-
-def _iso(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
+from ragqual.app.history_reads import trial_audit
 
 
 def _pretty(value: Any) -> str:
@@ -35,28 +27,6 @@ def _num(value: Any, unit: str = "") -> str:
 
 def _indent(text: str, pad: str = "  ") -> str:
     return "\n".join(pad + line for line in text.splitlines()) or pad
-
-
-def _used_defs(engine: Any, detail: TrialDetail, history: list[Scoring]) -> list[AssertionDefRow]:
-    """Every stored definition of the assertion versions this trial was scored with."""
-    used = {(a.assertion_id, a.version) for s in history for a in s.assertions}
-    used |= {(a["id"], a["version"]) for a in detail.case_definition.get("assertions", [])}
-    rows = trial_reads.assertion_defs(engine, sorted({aid for aid, _ in used}))
-    return [r for r in rows if (r.assertion_id, r.version) in used]
-
-
-def audit_dict(engine: Any, run: RunInfo, trial_id: int) -> dict[str, Any]:
-    detail = trial_reads.trial_detail(engine, trial_id)
-    history = trial_reads.scoring_history(engine, trial_id)
-    return {
-        "trial": {k: _iso(v) for k, v in asdict(detail).items()},
-        "run": {k: _iso(v) for k, v in asdict(run).items()},
-        "run_events": [{"event": e.event, "at": _iso(e.at), "detail": e.detail}
-                       for e in trial_reads.run_events(engine, run.id)],
-        "assertion_defs": [asdict(d) for d in _used_defs(engine, detail, history)],
-        "scorings": [{**asdict(s), "created_at": _iso(s.created_at)} for s in history],
-        "metrics": [asdict(m) for m in trial_reads.trial_metrics(engine, trial_id)],
-    }
 
 
 def _run_lines(data: dict[str, Any]) -> list[str]:
@@ -135,9 +105,7 @@ def _score_lines(data: dict[str, Any]) -> list[str]:
 @click.pass_obj
 def audit_cmd(app: AppContext, trial_id: int) -> None:
     """Print everything about TRIAL_ID: provenance, case and assertion versions, prompt, output, scores."""
-    store = app.store(auto_create=False)
-    detail = trial_reads.trial_detail(store.engine, trial_id)
-    data = audit_dict(store.engine, store.get_run(detail.run_id), trial_id)
+    data = trial_audit(app, trial_id)
     if app.as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return

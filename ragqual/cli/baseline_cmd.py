@@ -13,10 +13,8 @@ from pathlib import Path
 import click
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import promote_run
 from ragqual.core.scoring import SCORER_NAME
-from ragqual.errors import InputError
-from ragqual.app.gates import gated_summary
-from ragqual.store.summaries import write_baseline
 
 
 @click.group("baseline")
@@ -38,12 +36,8 @@ def baseline_group() -> None:
 def promote_cmd(app: AppContext, run_id: int, directory: Path | None, tier: str | None, scorer_name: str,
                 scorer_version: int | None, allow_incomplete: bool) -> None:
     """Write RUN_ID's summary to <dir>/<fingerprint[:12]>/<tier>.json (atomically)."""
-    store = app.store(auto_create=False)
-    summary = gated_summary(store, run_id, scorer_name, scorer_version, allow_incomplete)
-    info = store.get_run(run_id)
-    if not summary.groups:
-        raise InputError(f"run {run_id} has no scored trials or metric rows to promote")
-    path = write_baseline(summary, directory or app.settings.results_dir / "baselines", tier)
+    promoted = promote_run(app, run_id, directory, tier, scorer_name, scorer_version, allow_incomplete)
+    path, summary, info = promoted.path, promoted.summary, promoted.info
     questions = len({q for g in summary.groups.values() for q in g.questions})
     flag = f" [{summary.header['incomplete']}]" if summary.header.get("incomplete") else ""
     click.echo(f"wrote {path} (run {run_id}{flag}, corpus {info.corpus_fingerprint or 'none'}, "

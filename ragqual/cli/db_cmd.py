@@ -6,7 +6,8 @@ import click
 from alembic.script import ScriptDirectory
 
 from ragqual.app.context import AppContext
-from ragqual.errors import GateFailed, InputError
+from ragqual.app.history_reads import schema_state, upgrade_schema
+from ragqual.errors import GateFailed
 from ragqual.store import db
 
 
@@ -20,11 +21,7 @@ def db_group() -> None:
 @click.pass_obj
 def upgrade_cmd(app: AppContext, revision: str) -> None:
     """Upgrade the database to the newest schema (creates it when missing)."""
-    engine = db.make_engine(app.db_url)
-    before = db.current_revision(engine)
-    db.upgrade(engine, revision)
-    after = db.current_revision(engine)
-    engine.dispose()
+    before, after = upgrade_schema(app, revision)
     click.echo(f"{app.settings.db_url(app.db_url_override)}: {before or 'empty'} -> {after}")
 
 
@@ -32,16 +29,11 @@ def upgrade_cmd(app: AppContext, revision: str) -> None:
 @click.pass_obj
 def current_cmd(app: AppContext) -> None:
     """Print the database's schema revision and the one this ragqual needs (never creates one)."""
-    try:
-        db.require_existing(app.db_url)
-    except InputError as exc:
-        click.echo(f"current: none ({exc})\nhead: {db.head_revision()}")
+    state_of = schema_state(app)
+    if state_of.absent is not None:
+        click.echo(f"current: none ({state_of.absent})\nhead: {state_of.head}")
         return
-    engine = db.make_engine(app.db_url)
-    current = db.current_revision(engine)
-    head = db.head_revision()
-    missing = db.missing_guards(engine) if current == head else []
-    engine.dispose()
+    current, head, missing = state_of.current, state_of.head, state_of.missing_guards
     state = "up to date" if current == head else "run `ragqual db upgrade`"
     click.echo(f"current: {current or 'none'}\nhead: {head}\n{state}")
     if missing:

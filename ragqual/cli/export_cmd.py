@@ -13,8 +13,8 @@ import click
 import pandas as pd
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import export_frames
 from ragqual.errors import InputError
-from ragqual.store.queries import export_metrics, export_trials
 
 PARQUET_HINT = "parquet export needs pyarrow: pip install -e '.[parquet]' in the checkout (or use --format csv)"
 
@@ -53,12 +53,10 @@ def write_frame(frame: pd.DataFrame, path: Path, fmt: str) -> None:
 def export_cmd(app: AppContext, run_id: int, fmt: str | None, out: Path | None) -> None:
     """Write RUN_ID's trials and metric values as parquet or csv files."""
     fmt = _resolve_format(fmt)
-    store = app.store(auto_create=False)
-    store.get_run(run_id)  # an unknown id names `ragqual history`
+    frames = export_frames(app, run_id)
     folder = out or app.settings.results_dir / "exports" / f"run-{run_id}"
     folder.mkdir(parents=True, exist_ok=True)
-    for name, frame in (("trials", export_trials(store.engine, run_id)),
-                        ("metric_values", export_metrics(store.engine, run_id))):
+    for name, frame in frames.items():
         path = folder / f"{name}.{fmt}"
         write_frame(frame, path, fmt)
         click.echo(f"wrote {path} ({len(frame)} rows)")

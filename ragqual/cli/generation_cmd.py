@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -11,7 +9,6 @@ import click
 from ragqual.app.context import AppContext
 from ragqual.app.generation_run import (
     DEFAULTS,
-    MOCK,
     GenerationOptions,
     GenerationOutcome,
     extra_calls,
@@ -27,10 +24,7 @@ from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
 from ragqual.cli.progress import progress_printer
 from ragqual.core.diagnosis import CauseCount
-from ragqual.engine import loop
-from ragqual.pipeline.decomposition import against_mock, explain
 from ragqual.pipeline.retrieval import STRATEGIES
-from ragqual.store.generation_reads import ModeLine
 from ragqual.subjects.rag import MODES
 
 

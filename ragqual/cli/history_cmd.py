@@ -107,7 +107,7 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
     """List the runs over time: git sha, corpus fingerprint, status and headline metrics."""
     check_output(fmt, output)
     fmt = output_format(fmt, app.as_json)
-    engine = app.store(auto_create=False).engine
+    engine = app.history()
     if golden_id is not None:
         from ragqual.app.case_history import case_history
 

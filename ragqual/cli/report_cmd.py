@@ -12,9 +12,9 @@ from sqlalchemy import Engine
 from ragqual.app.failures import failure_rows
 from ragqual.app.run_report import build_report
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import run_info
 from ragqual.cli.output import check_output, emit_document, emit_page, format_option, output_format, output_option
 from ragqual.core.scoring import SCORER_NAME
-from ragqual.errors import InputError
 from ragqual.store.records import RunInfo
 from ragqual.store.summaries import run_header
 
@@ -45,15 +45,6 @@ def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
 
 # -- the command -------------------------------------------------------------------------------------
 
-def resolve_run(app: AppContext, run_id: int | None, last: bool) -> RunInfo:
-    store = app.store(auto_create=False)
-    if run_id is not None and last:
-        raise InputError("give either a RUN_ID or --last, not both")
-    if run_id is None and not last:
-        raise InputError("give a RUN_ID or --last (`ragqual history` lists the runs)")
-    return store.get_run(store.last_run_id() if last else run_id)
-
-
 @click.command("report")
 @click.argument("run_id", type=int, required=False)
 @click.option("--last", is_flag=True, help="Report the newest run.")
@@ -72,9 +63,9 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
                scorer_name: str, scorer_version: int | None, failures: bool) -> None:
     """Summarise one run from the history: metrics per group, Pass%, unstable questions, cost."""
     check_output(fmt, output)
-    info = resolve_run(app, run_id, last)
+    info = run_info(app, run_id, last)
     if failures:
-        document = failures_document(app.store(auto_create=False).engine, info)
+        document = failures_document(app.history(), info)
         if fmt == "html":
             from ragqual.reports.page import document_page
 
@@ -82,11 +73,11 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
             return
         emit_document(*document, output_format(fmt, app.as_json))
         return
-    report = build_report(app.store(auto_create=False).engine, info, by, scorer_name, scorer_version)
+    report = build_report(app.history(), info, by, scorer_name, scorer_version)
     if fmt == "html":
         from ragqual.reports.run import run_page
 
-        engine = app.store(auto_create=False).engine
+        engine = app.history()
         emit_page(run_page(engine, info, report.title, report.header, report.sections, report.notes,
                            _verdict_words(engine, info)), output)
         return

@@ -9,10 +9,9 @@ from pathlib import Path
 import click
 
 from ragqual.app.context import AppContext
-from ragqual.cli.run_cmd import print_summary, summary_dict
-from ragqual.engine.aggregate import summarise_run
-from ragqual.app.rescoring import rescore_run
-from ragqual.engine.scorers import SCORERS, get_scorer
+from ragqual.app.rescoring import rescore_stored
+from ragqual.cli.summary_tables import print_summary, summary_dict
+from ragqual.engine.scorers import SCORERS
 
 
 def _mean(value: float | None) -> str:
@@ -37,13 +36,10 @@ def rescore_cmd(app: AppContext, run_id: int, scorer_name: str | None, assertion
     current assertions (for a RAG run: the goldens as they are now, or --goldens DIR; for a subject
     not installed here: the assertions stored with each trial), or those of --assertions-from.
     """
-    store = app.store(auto_create=False)
-    scorers = [get_scorer(scorer_name)] if scorer_name else None
-    result, note = rescore_run(store, run_id, app.settings, goldens_dir=goldens_dir,
-                               assertions_from=assertions_from, scorers=scorers)
+    result, note, summary = rescore_stored(app, run_id, scorer_name, goldens_dir=goldens_dir,
+                                           assertions_from=assertions_from)
     if note:
         click.echo(note, err=True)
-    summary = summarise_run(store.engine, run_id, result.scorers[0][0])
     if app.as_json:
         click.echo(json.dumps({"rescore": asdict(result), "summary": summary_dict(summary)}, indent=2))
         return

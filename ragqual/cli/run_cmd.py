@@ -7,12 +7,11 @@ import sys
 from typing import Any
 
 import click
-import pandas as pd
 
 from ragqual.app.context import AppContext
 from ragqual.app.subject_run import DEFAULT_TRIALS, SubjectRunOptions, run_subject
 from ragqual.cli.context import resumable
-from ragqual.cli.output import emit_frame
+from ragqual.cli.summary_tables import print_summary, summary_dict
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary
 from ragqual.errors import RagqualError, RunInterrupted, StorageFault
@@ -20,46 +19,6 @@ from ragqual.errors import RagqualError, RunInterrupted, StorageFault
 
 def _split(value: str | None) -> list[str]:
     return [s.strip() for s in (value or "").split(",") if s.strip()]
-
-
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
-
-
-def summary_frame(summary: RunSummary) -> pd.DataFrame:
-    rows = []
-    for v in summary.variants:
-        a = v.aggregate
-        rows.append({
-            "variant": v.variant, "trials": a.trials, "mean_score": f"{a.mean_score:.3f}",
-            "pass_pct": f"{100 * a.pass_rate:.1f}", "p50_ms": _fmt(a.latency_p50_ms, "{:.1f}"),
-            "p95_ms": _fmt(a.latency_p95_ms, "{:.1f}"), "cost": _fmt(a.total_cost, "{:.4f}"),
-            "cache_hits": v.cache_hits, "errors": v.errors,
-        })
-    return pd.DataFrame(rows)
-
-
-def summary_dict(summary: RunSummary) -> dict[str, Any]:
-    return {
-        "run_id": summary.run_id,
-        "scorer": {"name": summary.scorer_name, "version": summary.scorer_version},
-        "variants": [
-            {"variant": v.variant, "trials": v.aggregate.trials, "mean_score": v.aggregate.mean_score,
-             "pass_rate": v.aggregate.pass_rate, "latency_p50_ms": v.aggregate.latency_p50_ms,
-             "latency_p95_ms": v.aggregate.latency_p95_ms, "cost": v.aggregate.total_cost,
-             "cache_hits": v.cache_hits, "errors": v.errors}
-            for v in summary.variants
-        ],
-        "unstable": [{"variant": c.variant, "slug": c.slug, "mode": c.mode} for c in summary.unstable],
-    }
-
-
-def print_summary(summary: RunSummary) -> None:
-    if summary.variants:
-        emit_frame(summary_frame(summary), "table")
-    if summary.unstable:
-        click.echo("unstable (pass/fail flips across repeats): " + ", ".join(
-            f"{c.slug}{'/' + c.mode if c.mode else ''} [{c.variant}]" for c in summary.unstable))
 
 
 class _Progress:

@@ -19,8 +19,9 @@ import click
 import pandas as pd
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import sql_query
 from ragqual.cli.output import emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
-from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, open_query
+from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT
 
 
 @click.command("sql")
@@ -34,7 +35,7 @@ from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT, ope
 def sql_cmd(app: AppContext, query: str, timeout: float, limit: int, fmt: str) -> None:
     """Run one read-only SQL statement on the history database and print its rows."""
     fmt = output_format(fmt, app.as_json)
-    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit) as stream:
+    with sql_query(app, query, timeout=timeout, limit=limit) as stream:
         if stream.columns is None:
             click.echo("(the statement returned no rows)")
             return

@@ -7,8 +7,9 @@ import json
 import click
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import verify_history
 from ragqual.errors import GateFailed
-from ragqual.store.verify import Verdict, verify
+from ragqual.store.verify import Verdict
 
 
 def _summary(verdict: Verdict) -> list[str]:
@@ -35,8 +36,7 @@ def verify_cmd(app: AppContext, run_ids: tuple[int, ...], expect: str | None) ->
     keep it elsewhere (commit or publish it) and check it later with --expect, since someone
     who can rewrite the whole database can also recompute every seal.
     """
-    store = app.store(auto_create=False)
-    verdict = verify(store.engine, list(run_ids) or None, expect)
+    verdict = verify_history(app, list(run_ids), expect)
     if app.as_json:
         click.echo(json.dumps({
             "intact": verdict.intact, "head": verdict.head, "seals": verdict.seals,

@@ -16,7 +16,7 @@ from typing import Any
 from ragqual.vocab import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics
 from ragqual.core.corpus import Document
-from ragqual.core.goldens import Golden, goldens_hash
+from ragqual.core.goldens import Golden
 from ragqual.core.scoring import Outcome
 from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes, TrialContext
 from ragqual.engine.cases import Case

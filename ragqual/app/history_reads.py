@@ -1,0 +1,144 @@
+"""What the read-only commands (audit, export, verify, report, rescore, baseline, db, sql) read or
+write in the history, each behind one call that opens it: the CLI formats what comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ragqual.app.context import AppContext
+from ragqual.app.gates import gated_summary
+from ragqual.core.scoring import SCORER_NAME
+from ragqual.errors import InputError
+from ragqual.store import db, trial_reads
+from ragqual.store.records import RunInfo
+from ragqual.store.summaries import Summary, write_baseline
+from ragqual.store.trial_reads import AssertionDefRow, Scoring, TrialDetail
+
+
+def run_summary(app: AppContext, run_id: int, scorer_name: str = SCORER_NAME, scorer_version: int | None = None,
+                allow_incomplete: bool = False) -> Summary:
+    """A stored run's summary for a gate (an unfinished run refused unless allowed)."""
+    return gated_summary(app.store(auto_create=False), run_id, scorer_name, scorer_version, allow_incomplete)
+
+
+def run_info(app: AppContext, run_id: int | None, last: bool = False) -> RunInfo:
+    """RUN_ID's row, or the newest run's with `last`."""
+    store = app.store(auto_create=False)
+    if run_id is not None and last:
+        raise InputError("give either a RUN_ID or --last, not both")
+    if run_id is None and not last:
+        raise InputError("give a RUN_ID or --last (`ragqual history` lists the runs)")
+    return store.get_run(store.last_run_id() if last else run_id)
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _used_defs(engine: Any, detail: TrialDetail, history: list[Scoring]) -> list[AssertionDefRow]:
+    """Every stored definition of the assertion versions this trial was scored with."""
+    used = {(a.assertion_id, a.version) for s in history for a in s.assertions}
+    used |= {(a["id"], a["version"]) for a in detail.case_definition.get("assertions", [])}
+    rows = trial_reads.assertion_defs(engine, sorted({aid for aid, _ in used}))
+    return [r for r in rows if (r.assertion_id, r.version) in used]
+
+
+def audit_dict(engine: Any, run: RunInfo, trial_id: int) -> dict[str, Any]:
+    """Everything stored about one trial: its run and events, case, assertion versions, scorings, metrics."""
+    detail = trial_reads.trial_detail(engine, trial_id)
+    history = trial_reads.scoring_history(engine, trial_id)
+    return {
+        "trial": {k: _iso(v) for k, v in asdict(detail).items()},
+        "run": {k: _iso(v) for k, v in asdict(run).items()},
+        "run_events": [{"event": e.event, "at": _iso(e.at), "detail": e.detail}
+                       for e in trial_reads.run_events(engine, run.id)],
+        "assertion_defs": [asdict(d) for d in _used_defs(engine, detail, history)],
+        "scorings": [{**asdict(s), "created_at": _iso(s.created_at)} for s in history],
+        "metrics": [asdict(m) for m in trial_reads.trial_metrics(engine, trial_id)],
+    }
+
+
+def trial_audit(app: AppContext, trial_id: int) -> dict[str, Any]:
+    engine = app.history()
+    detail = trial_reads.trial_detail(engine, trial_id)
+    return audit_dict(engine, app.store(auto_create=False).get_run(detail.run_id), trial_id)
+
+
+@dataclass
+class Promotion:
+    path: Path
+    summary: Summary
+    info: RunInfo
+
+
+def promote_run(app: AppContext, run_id: int, directory: Path | None, tier: str | None, scorer_name: str,
+                scorer_version: int | None, allow_incomplete: bool) -> Promotion:
+    """Write RUN_ID's summary as a baseline file (atomically)."""
+    summary = run_summary(app, run_id, scorer_name, scorer_version, allow_incomplete)
+    info = app.store(auto_create=False).get_run(run_id)
+    if not summary.groups:
+        raise InputError(f"run {run_id} has no scored trials or metric rows to promote")
+    path = write_baseline(summary, directory or app.settings.results_dir / "baselines", tier)
+    return Promotion(path, summary, info)
+
+
+def export_frames(app: AppContext, run_id: int) -> dict[str, Any]:
+    """RUN_ID's trials and metric values as frames (an unknown id names `ragqual history`)."""
+    from ragqual.store.queries import export_metrics, export_trials
+
+    store = app.store(auto_create=False)
+    store.get_run(run_id)
+    return {"trials": export_trials(store.engine, run_id), "metric_values": export_metrics(store.engine, run_id)}
+
+
+def verify_history(app: AppContext, run_ids: list[int], expect: str | None) -> Any:  # -> store.verify.Verdict
+    from ragqual.store.verify import verify
+
+    return verify(app.history(), run_ids or None, expect)
+
+
+def upgrade_schema(app: AppContext, revision: str) -> tuple[str | None, str | None]:
+    """Upgrade (or create) the database; its revision before and after."""
+    engine = db.make_engine(app.db_url)
+    try:
+        before = db.current_revision(engine)
+        db.upgrade(engine, revision)
+        return before, db.current_revision(engine)
+    finally:
+        engine.dispose()
+
+
+@dataclass
+class SchemaState:
+    current: str | None
+    head: str
+    missing_guards: list[str]
+    absent: str | None = None  # why there is no database, when there is none
+
+
+def schema_state(app: AppContext) -> SchemaState:
+    """The database's revision beside this ragqual's, and any append-only trigger that is gone."""
+    try:
+        db.require_existing(app.db_url)
+    except InputError as exc:
+        return SchemaState(None, db.head_revision(), [], str(exc))
+    engine = db.make_engine(app.db_url)
+    try:
+        current, head = db.current_revision(engine), db.head_revision()
+        return SchemaState(current, head, db.missing_guards(engine) if current == head else [])
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def sql_query(app: AppContext, query: str, *, timeout: float, limit: int) -> Iterator[Any]:
+    """A read-only query over the history, streamed (store.sql_console)."""
+    from ragqual.store.sql_console import open_query
+
+    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit) as stream:
+        yield stream
