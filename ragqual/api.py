@@ -1,4 +1,4 @@
-"""The Python API over the history: the same rows the CLI reports, as pandas DataFrames.
+"""The Python API: the history as pandas DataFrames, and a project's runs as the CLI's commands.
 
     import ragqual
 
