@@ -10,12 +10,12 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine
 
+from ragqual.core.metric_names import CASE_METRICS
 from ragqual.core.scoring import SCORER_NAME, is_unstable
 from ragqual.errors import InputError
 from ragqual.store.case_reads import case_metric_rows, case_trial_rows
 from ragqual.store.summaries import group_label
 
-CASE_METRICS = ("hit@5", "recall@5", "ndcg@10", "mrr")
 COLUMNS = ["run_id", "kind", "started_at", "git_sha", "group", "trials", "pass", "score", "unstable"]
 
 

@@ -33,32 +33,20 @@ import numpy as np
 from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.core import stats
+from ragqual.core.metric_names import FLIP_METRICS, is_binary, is_gated, is_informational, lower_is_better
 from ragqual.core.multiplicity import benjamini_hochberg, holm
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, REGRESSION, tolerance_regressed, verdict
 from ragqual.errors import InputError
 from ragqual.store.case_reads import CaseInfo, case_infos
 from ragqual.store.runstore import RunStore
-from ragqual.store.summaries import (
-    INFORMATIONAL,
-    LOWER_IS_BETTER,
-    PASS,
-    RETRIEVAL_GATE,
-    GroupSummary,
-    Summary,
-    load_baseline,
-)
+from ragqual.store.summaries import GroupSummary, Summary, load_baseline
 
 DEFAULT_TOLERANCE = 0.02
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_POWER = 0.8
 GATES = ("stats", "tolerance")
 CLUSTERINGS = ("doc",)
-# Metrics that are pass/fail per question; McNemar applies when every value is 0 or 1.
-BINARY_METRICS = frozenset({PASS, "correctness", "refusalCorrectness", "leakage", "thinkTagLeak",
-                            "nonEmptyRefusal"})
-# The pass/fail a flip is read from: a trial group's `pass`, else a strategy group's hit@5.
-FLIP_METRICS = (PASS, "hit@5")
 
 
 @dataclass(frozen=True)
@@ -236,10 +224,10 @@ def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np
 
 def default_metrics(base: GroupSummary, new: GroupSummary, every: bool = False) -> list[str]:
     """Metrics both groups hold, sizes left out; strategy groups only their headline unless `every`."""
-    shared = [m for m in base.metrics() if m in set(new.metrics()) and m not in INFORMATIONAL]
+    shared = [m for m in base.metrics() if m in set(new.metrics()) and not is_informational(m)]
     if every or base.trials or new.trials:
         return shared
-    return [m for m in shared if m in RETRIEVAL_GATE]
+    return [m for m in shared if is_gated(m)]
 
 
 def _check_options(options: Options) -> None:
@@ -335,8 +323,7 @@ def _clusters(questions: Sequence[str], cases: Mapping[str, CaseInfo], options: 
 
 
 def _is_binary(metric: str, base: Sequence[float], new: Sequence[float]) -> bool:
-    named = metric in BINARY_METRICS or metric.startswith("hit@")
-    return named and stats.is_binary(base) and stats.is_binary(new)
+    return is_binary(metric) and stats.is_binary(base) and stats.is_binary(new)
 
 
 def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, unstable_count: int,
@@ -356,7 +343,7 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
         test = "randomization"
         lo, hi, p = _graded_statistics(base, new, rng, options.resamples, 1 - options.alpha)
     wins, ties, losses = stats.win_tie_loss(base, new)
-    lower = metric in LOWER_IS_BETTER
+    lower = lower_is_better(metric)
     if lower:
         wins, losses = losses, wins
     base_mean, new_mean = math.fsum(base) / len(base), math.fsum(new) / len(new)

@@ -3,7 +3,8 @@
 Each argument is a run id or a baseline file, optionally followed by `:strategy` to pick one
 group of it. A baseline holding several strategies must name one; a candidate without a
 strategy stands for each of its strategies (the baseline's own group left out). The rule itself
-is `ragqual.core.adoption.decide` over the group means of recall@5, ndcg@10, mrr and map@10.
+is `ragqual.core.adoption.decide` over the group means of its priority metrics
+(`ragqual.core.metric_names.ADOPTION_PRIORITY`).
 """
 
 from __future__ import annotations

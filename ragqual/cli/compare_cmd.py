@@ -23,6 +23,7 @@ from ragqual.app.comparison import (
 from ragqual.app.context import AppContext
 from ragqual.cli.compare_format import emit_comparison, verdict_line
 from ragqual.cli.output import check_output, format_option, output_format, output_option
+from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
 from ragqual.errors import GateFailed
@@ -46,8 +47,7 @@ from ragqual.errors import GateFailed
 @click.option("--by-tag", is_flag=True, help="Add the exploratory per-tag table (Benjamini-Hochberg).")
 @click.option("--metric", "metrics", multiple=True, metavar="M",
               help="Compare only this metric (repeatable). Default: every metric of a variant/mode group and "
-                   "the headline metrics of a strategy group (recall@1/5, hit@5, mrr, ndcg@10, map@10, "
-                   "precision@5, contextRecall, nonEmptyRefusal).")
+                   f"the headline metrics of a strategy group ({', '.join(gated_names())}).")
 @click.option("--all-metrics", "every_metric", is_flag=True,
               help="Compare every metric both sides hold (sizes excepted).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and randomization tests.")

@@ -21,14 +21,9 @@ from ragqual.app.context import AppContext
 from ragqual.cli.output import check_output, emit_frame, emit_page, format_option, output_format, output_option
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import metric_means, runs_frame, score_means
-from ragqual.store.summaries import PASS, SCORE
+from ragqual.core.metric_names import HISTORY_HEADLINES as HEADLINES
+from ragqual.core.metric_names import PASS, SCORE
 
-HEADLINES: dict[str, tuple[str, ...]] = {
-    "retrieval": ("recall@5", "ndcg@10", "mrr"),
-    "sweep": ("recall@5", "ndcg@10", "mrr"),
-    "generation": (SCORE, PASS, "correctness"),
-    "subject": (SCORE, PASS),
-}
 DEFAULT_LIMIT = 20
 PROVENANCE_COLUMNS = ["run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty",
                       "corpus_fingerprint"]
@@ -91,7 +86,8 @@ def _for_case_display(frame: pd.DataFrame) -> pd.DataFrame:
               help="Only runs of this kind.")
 @click.option("--metric", "metrics", multiple=True, metavar="M",
               help="A metric column (repeatable; `score` and `pass` come from the trial scores). "
-                   "Default: recall@5, ndcg@10, mrr for retrieval; score, pass, correctness for generation.")
+                   f"Default: {', '.join(HEADLINES['retrieval'])} for retrieval; "
+                   f"{', '.join(HEADLINES['generation'])} for generation.")
 @click.option("--limit", type=int, default=DEFAULT_LIMIT, show_default=True, help="Only the newest N runs (0: all).")
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass`.")

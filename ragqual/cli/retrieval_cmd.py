@@ -11,9 +11,10 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json
 from ragqual.pipeline.retrieval import STRATEGIES
-from ragqual.pipeline.retrieval_tier import HEADLINE, TierResult, quality_section
+from ragqual.pipeline.retrieval_tier import TierResult, quality_section
 
 
 def ablation_table(results: dict[str, TierResult]) -> str:

@@ -10,10 +10,9 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.sweep_run import CAVEAT, SweepOptions, sweep
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.core.metric_names import SWEEP_COLUMNS as COLUMNS
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import STRATEGIES
-
-COLUMNS = ("recall@1", "recall@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextChars")
 
 
 def _ints(text: str) -> list[int]:

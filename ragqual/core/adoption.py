@@ -15,9 +15,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ragqual.core.metric_names import ADOPTION_PRIORITY
 from ragqual.errors import InputError
 
-PRIORITY: tuple[str, ...] = ("recall@5", "ndcg@10", "mrr", "map@10")
+PRIORITY: tuple[str, ...] = ADOPTION_PRIORITY
 SLACK = 1e-9
 METRIC_MAXIMUM = 1.0
 

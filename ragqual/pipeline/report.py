@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragqual.pipeline.retrieval_tier import DEEP_HEADLINE, HEADLINE
+from ragqual.core.metric_names import DEEP_HEADLINE
+from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 
 QUALITY_HEADING = "## Quality"
 RUN_HEADING = "## Run"

@@ -13,13 +13,11 @@ from typing import Any
 
 from ragqual.core import metrics as m
 from ragqual.core.goldens import Golden
+from ragqual.core.metric_names import DEEP_K
 from ragqual.core.scoring import percentile
 from ragqual.pipeline.retrieval import Retrieval, RetrievalConfig, Retriever
 
 CUTOFFS = (1, 3, 5, 10)
-DEEP_K = 100
-DEEP_HEADLINE = ("map", "ndcg@10", "ndcg", "recall@5", "recall@10", f"recall@{DEEP_K}", "mrr", "precision@5")
-HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "nonEmptyRefusal")
 DIGITS = 4
 
 

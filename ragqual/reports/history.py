@@ -9,10 +9,10 @@ import pandas as pd
 
 from sqlalchemy import Engine
 
+from ragqual.core.metric_names import PASS, SCORE
 from ragqual.core.stats import question_mean_halfwidth
 from ragqual.reports import page
 from ragqual.store.queries import metric_frame, trial_frame
-from ragqual.store.summaries import PASS, SCORE
 
 FIXED = ("run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty", "corpus_fingerprint", "group")
 

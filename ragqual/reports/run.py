@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 from sqlalchemy import Engine
 
+from ragqual.core.metric_names import PAGE_QUESTION_METRICS, gated_names
 from ragqual.reports import page
 from ragqual.store.case_reads import case_definitions
 from ragqual.store.generation_reads import ModeLine, mode_lines
@@ -19,8 +20,6 @@ from ragqual.store.records import RunInfo
 from ragqual.store.retrieval_reads import retrieval_hits
 from ragqual.store.trial_reads import Scoring, StoredTrial, run_answers, run_scorings, run_trials
 
-HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextRecall",
-            "nonEmptyRefusal")
 QUESTION_TABLE = "questions"
 
 
@@ -179,7 +178,7 @@ def _trial_rows(engine: Engine, run_id: int) -> tuple[list[tuple[list[str], list
 
 
 def _retrieval_rows(engine: Engine, questions: pd.DataFrame) -> tuple[list[tuple[list[str], list[str], str, str]], list[str]]:
-    metrics = [m for m in ("recall@5", "mrr") if m in set(questions["metric"])]
+    metrics = [m for m in PAGE_QUESTION_METRICS if m in set(questions["metric"])]
     wide = questions[questions["metric"].isin(metrics)].pivot_table(
         index="case_id", columns=["group_key", "metric"], values="value", aggfunc="mean")
     # Two column levels, so a MultiIndex of (group_key, metric) pairs; the stubs type it Index[str].
@@ -237,14 +236,15 @@ def _retrieval_body(engine: Engine, run_id: int, questions: pd.DataFrame,
     parts: list[str] = []
     table = sections[0][1] if sections else pd.DataFrame()
     key = "strategy" if "strategy" in table.columns else None
-    shown = [m for m in HEADLINE if m in table.columns]
+    shown = [m for m in gated_names() if m in table.columns]
     if key and shown and "tag" not in table.columns:
         parts.append(page.chart(f"{prefix}strategies", bars(table, key, shown, "headline metrics per strategy"),
                                 "Which strategy finds the relevant documents: higher is better except for "
                                 "nonEmptyRefusal (refusal questions that still got hits)."))
     parts += page.sections_html(sections)
     if not questions.empty:
-        metric = "recall@5" if "recall@5" in set(questions["metric"]) else sorted(set(questions["metric"]))[0]
+        first = PAGE_QUESTION_METRICS[0]
+        metric = first if first in set(questions["metric"]) else sorted(set(questions["metric"]))[0]
         tags = per_tag_frame(engine, questions, metric)
         strategies = [c for c in tags.columns if c != "tag"]
         parts += _hits_section(engine, run_id, prefix)

@@ -23,7 +23,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +31,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from ragqual.core.metric_names import PASS, SCORE
+from ragqual.core.metric_names import display_order as ordered_metrics
 from ragqual.core.scoring import SCORER_NAME, is_unstable
 from ragqual.errors import InputError
 from ragqual.store.queries import TRIAL_COLUMNS, metric_rows, trial_rows
@@ -38,35 +40,8 @@ from ragqual.store.records import RunInfo, run_status
 
 BASELINE_FORMAT = "ragqual-baseline"
 BASELINE_VERSION = 1
-SCORE = "score"
-PASS = "pass"
-# Metrics where a smaller value is the better one: a rise is the regression.
-LOWER_IS_BETTER = frozenset({"leakage", "thinkTagLeak", "nonEmptyRefusal", "contextChars"})
-# Sizes rather than qualities: shown, never gated unless asked for by name.
-INFORMATIONAL = frozenset({"contextChars"})
 NO_FINGERPRINT = "no-fingerprint"
 BASELINE_MODE = 0o644
-# What `ragqual compare` gates on by default for strategy groups (retrieval and sweep runs): the
-# headline of each family; the rest (hit@k beside recall@k, ndcg@5, rprec, ...) moves with these
-# and is compared when named or with --all-metrics. Trial groups gate on every metric they have.
-RETRIEVAL_GATE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextRecall",
-                  "nonEmptyRefusal")
-RETRIEVAL_ORDER = (
-    "recall@1", "recall@3", "recall@5", "recall@10", "hit@1", "hit@3", "hit@5", "hit@10", "mrr",
-    "ndcg@5", "ndcg@10", "map@10", "rprec", "precision@5", "contextRecall",
-)
-GENERATION_ORDER = (SCORE, PASS, "correctness", "refusalCorrectness", "leakage", "groundedness", "thinkTagLeak")
-TAIL_ORDER = ("contextChars", "nonEmptyRefusal")
-
-
-def ordered_metrics(names: Iterable[str]) -> list[str]:
-    """Known metrics in their usual reading order, then any others alphabetically, sizes last."""
-    names = set(names)
-    known = [m for m in (*RETRIEVAL_ORDER, *GENERATION_ORDER) if m in names]
-    context_precision = sorted(m for m in names if m.startswith("contextPrecision@"))
-    tail = [m for m in TAIL_ORDER if m in names]
-    rest = sorted(names - set(known) - set(context_precision) - set(tail))
-    return known + context_precision + rest + tail
 
 
 @dataclass(frozen=True)
