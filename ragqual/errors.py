@@ -2,9 +2,15 @@
 
     RagqualError                 exit 2 unless a subclass says otherwise
     ├── InputError               2  bad input or usage (file and line in the message)
-    │   └── ValidationFailed     2  several input problems found in one pass
+    │   ├── ValidationFailed     2  several input problems found in one pass
+    │   ├── InvalidPattern       2  (core.textmatch) a regex that does not compile
+    │   ├── TrecEvalRefused         (core.trec) where trec_eval stops with an error: its exit code
+    │   ├── QueryRefused         2  (store.queries) the database refused a read-only statement
+    │   └── QueryStopped         2  (store.sql_console) a statement ran past its time limit
     ├── SchemaOutOfDate          2  database behind the migrations (names the fix)
     ├── CacheMiss                2  replay mode asked for an answer the cache lacks
+    ├── RegexTimeout             2  (core.textmatch) a pattern did not finish matching in time
+    ├── SubjectContractError     2  (engine.subject) a subject broke its contract: a bug, not bad luck
     ├── GateFailed               1  a regression or a quality gate failed
     ├── LeakDetected             1  a retrieved chunk does not belong to the corpus
     ├── ForeignPoints            1  points ragqual did not write carry its reserved tag: nothing deleted
@@ -15,6 +21,9 @@
 
     KeyboardInterrupt
     └── RunInterrupted         130  Ctrl-C during a run: names the run and the command that resumes it
+
+Every exception class ragqual defines is in this tree, except internal signals that are raised
+and caught inside ragqual (tests/test_error_tree.py lists them with their reasons).
 """
 
 from __future__ import annotations
