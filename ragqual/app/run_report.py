@@ -19,10 +19,11 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
+from ragqual.core.metric_names import display_order
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.records import RunInfo
-from ragqual.store.summaries import ordered_metrics, run_header
+from ragqual.store.summaries import run_header
 
 UNTAGGED = "(untagged)"
 SHOWN_ITEMS = 3  # a long list in the params line shows its length and this many items
@@ -95,7 +96,7 @@ def _retrieval_table(engine: Engine, info: RunInfo, rows: pd.DataFrame, keys: li
     wide = rows.pivot_table(index=[*keys, "case_id"], columns="metric", values="value", aggfunc="mean")
     table = wide.groupby(level=keys).mean()
     table.insert(0, "questions", wide.groupby(level=keys).size())
-    return table[["questions", *ordered_metrics(list(wide.columns))]].reset_index()
+    return table[["questions", *display_order(list(wide.columns))]].reset_index()
 
 
 def _with_tags(rows: pd.DataFrame, tags: pd.Series) -> pd.DataFrame:
@@ -111,7 +112,7 @@ def _trial_report(
     keys: list[str],
 ) -> Report:
     trials = _with_metrics(trials, metrics)
-    metric_names = ordered_metrics([c[2:] for c in trials.columns if c.startswith("m:")])
+    metric_names = display_order([c[2:] for c in trials.columns if c.startswith("m:")])
     unstable, flagged = _unstable_slots(trials)
     trials["slot"] = list(zip(trials["variant"], trials["mode"], trials["case_id"]))
     if "tag" in keys:
