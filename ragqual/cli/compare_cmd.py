@@ -47,6 +47,7 @@ from ragqual.cli.output import (
     output_format,
     output_option,
 )
+from ragqual.core.display import fmt_delta, fmt_value
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
 from ragqual.errors import GateFailed
@@ -94,7 +95,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
 # -- the verdict line ------------------------------------------------------------------------------
 
 def _names(rows: list[MetricComparison]) -> str:
-    return ", ".join(f"{r.group} {r.metric} ({r.delta:+.4f})" for r in rows)
+    return ", ".join(f"{r.group} {r.metric} ({fmt_delta(r.delta)})" for r in rows)
 
 
 def verdict_line(comparison: Comparison) -> str:
@@ -129,7 +130,7 @@ def metrics_frame(rows: list[MetricComparison], with_tag: bool = False) -> pd.Da
     frame = frame[list(columns) + ["regressed"]]
     frame = frame.assign(gate=frame.pop("regressed").map(lambda r: "FAIL" if r else "ok"))
     for column in ("b", "c"):
-        frame[column] = frame[column].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+        frame[column] = frame[column].map(lambda v: fmt_value(v, "n"))
     return frame
 
 

@@ -18,6 +18,7 @@ from ragqual.cli.corpus_options import (
     record_snapshot,
     show_progress,
 )
+from ragqual.core.display import fmt_value
 from ragqual.core.goldens import missing_split_warning
 from ragqual.errors import InputError
 
@@ -150,8 +151,8 @@ def _status_lines(
         f"fingerprint  {current} (current corpus and settings)",
     ]
     if manifest is not None:
-        lines.append(f"ingested     {manifest.fingerprint or '(unknown)'}: {manifest.stored_chunks} chunks "
-                     f"of {len(per_doc)} documents by {manifest.embedder_id or '(unknown)'}")
+        lines.append(f"ingested     {fmt_value(manifest.fingerprint)}: {manifest.stored_chunks} chunks "
+                     f"of {len(per_doc)} documents by {fmt_value(manifest.embedder_id)}")
     lines.append(f"state        {_ADVICE[state]}")
     if corpus.app.verbose and per_doc:
         lines += _counts_block("chunks per document", per_doc)

@@ -14,6 +14,7 @@ from ragqual.app.resume import generation_resume_plan
 from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.corpus_options import CorpusContext, corpus_options, load_corpus_context
 from ragqual.core.diagnosis import CauseCount
+from ragqual.core.display import fmt_rate
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.engine import loop
 from ragqual.engine.services import services_for
@@ -98,8 +99,8 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
 
 
 def fmt3(value: float | None) -> str:
-    """A share with three decimals, or a dash when there is none."""
-    return "–" if value is None else f"{value:.3f}"
+    """A share with three decimals, or a dash when there is none (`ragqual.core.display`)."""
+    return fmt_rate(value)
 
 
 def mode_table(lines: Sequence[ModeLine]) -> str:

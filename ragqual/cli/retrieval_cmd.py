@@ -21,6 +21,7 @@ from ragqual.cli.corpus_options import (
     show_progress,
 )
 from ragqual.core import trec
+from ragqual.core.display import fmt_ms
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.errors import InputError
 from ragqual.pipeline.batch_embed import embed_in_batches
@@ -254,7 +255,8 @@ def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses
         for name, quality in outcome.report["quality"].items():
             for miss in quality["misses"]:
                 click.echo(f"[{name}] miss {miss['id']}: expected {', '.join(miss['expected'])}; got {', '.join(miss['retrieved'])}")
-    timings = ", ".join(f"{n} p50 {t.get('latencyP50Ms')} ms / p95 {t.get('latencyP95Ms')} ms" for n, t in outcome.report["timings"].items())
+    timings = ", ".join(f"{n} p50 {fmt_ms(t.get('latencyP50Ms'))} ms / p95 {fmt_ms(t.get('latencyP95Ms'))} ms"
+                        for n, t in outcome.report["timings"].items())
     reuse = outcome.report["run"]["search_cache"]
     reused = f" ({reuse['dense_reused']} dense searches reused from the search cache)" if reuse and reuse["dense_reused"] else ""
     click.echo(f"\nrun {outcome.run_id} appended to the history; query latency: {timings}{reused}")

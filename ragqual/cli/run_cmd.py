@@ -12,6 +12,7 @@ import pandas as pd
 from ragqual.app.resume import refuse_conflicts, subject_resume_flags
 from ragqual.cli.context import AppContext, resumable
 from ragqual.cli.output import emit_frame
+from ragqual.core.display import fmt_ms, fmt_rate, fmt_value
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary, summarise_run
 from ragqual.engine.cases import select_by_slugs
@@ -26,18 +27,15 @@ def _split(value: str | None) -> list[str]:
     return [s.strip() for s in (value or "").split(",") if s.strip()]
 
 
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
-
-
 def summary_frame(summary: RunSummary) -> pd.DataFrame:
+    """One row per variant, each cell in its quantity's unit (`ragqual.core.display`)."""
     rows = []
     for v in summary.variants:
         a = v.aggregate
         rows.append({
-            "variant": v.variant, "trials": a.trials, "mean_score": f"{a.mean_score:.3f}",
-            "pass_pct": f"{100 * a.pass_rate:.1f}", "p50_ms": _fmt(a.latency_p50_ms, "{:.1f}"),
-            "p95_ms": _fmt(a.latency_p95_ms, "{:.1f}"), "cost": _fmt(a.total_cost, "{:.4f}"),
+            "variant": v.variant, "trials": a.trials, "mean_score": fmt_rate(a.mean_score),
+            "pass_rate": fmt_rate(a.pass_rate), "p50_ms": fmt_ms(a.latency_p50_ms),
+            "p95_ms": fmt_ms(a.latency_p95_ms), "cost": fmt_value(a.total_cost, "cost"),
             "cache_hits": v.cache_hits, "errors": v.errors,
         })
     return pd.DataFrame(rows)
@@ -129,7 +127,7 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
             ollama_host: str | None) -> None:
     """Run a subject's cases against one or more models and store every trial.
 
-    Prints mean score, Pass%, latency p50/p95, cost and cache hits per variant, and the run id.
+    Prints mean score, pass rate, latency p50/p95, cost and cache hits per variant, and the run id.
     Ctrl-C keeps every finished trial; `--resume RUN_ID` completes the run.
     """
     subject, plan = _plan(app, subject_name, models, trial_count, case_slugs, modes, resume)
