@@ -47,7 +47,7 @@ from ragqual.cli.output import (
     output_format,
     output_option,
 )
-from ragqual.core.display import fmt_delta, fmt_value
+from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
 from ragqual.errors import GateFailed
@@ -116,7 +116,7 @@ def verdict_line(comparison: Comparison) -> str:
     if not rows:
         return "NOTHING COMPARED"
     shown = by[INCONCLUSIVE][:3]
-    sizes = ", ".join(f">= {r.mde:.2f} ({r.metric}, n={r.n})" for r in shown)
+    sizes = ", ".join(f">= {fmt_rate(r.mde)} ({r.metric}, n={r.n})" for r in shown)
     more = f" and {len(by[INCONCLUSIVE]) - len(shown)} more" if len(by[INCONCLUSIVE]) > len(shown) else ""
     return (f"INCONCLUSIVE, no regression shown: {len(by[INCONCLUSIVE])} metric(s) can neither be called changed "
             f"nor equivalent within +-{opts.tolerance}; this comparison can only see changes {sizes}{more}")
