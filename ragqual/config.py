@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,8 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
     path = root / "pyproject.toml"
     if not path.is_file():
         return {}
+    import tomllib  # on use: importing ragqual.config (every command does) stays cheap
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -47,6 +48,8 @@ def has_ragqual_section(path: Path) -> bool:
     error is reported when its settings are loaded)."""
     if not path.is_file():
         return False
+    import tomllib
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):

@@ -200,7 +200,7 @@ def test_project_report_is_the_cli_report(history_db, tmp_path, capsys):
     assert report.run_id == second
     groups = report.to_frame()
     assert groups[["variant", "mode", "trials"]].values.tolist() == [["m1", "e2e", 2]]
-    assert groups["score"].tolist() == [0.75] and groups["pass_pct"].tolist() == [50.0]
+    assert groups["score"].tolist() == [0.75] and groups["pass_rate"].tolist() == [0.5]
     with pytest.raises(SystemExit):
         main(["--db", str(project / "eval-results" / "eval.db"), "--json", "report", str(second)])
     printed = json.loads(capsys.readouterr().out)

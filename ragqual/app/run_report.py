@@ -2,11 +2,11 @@
 and `ragqual.Project.report` returns.
 
 Generation and subject runs are summarised per group of trials (default: variant and mode):
-trials, mean score and its population variance, Pass% (trials whose every weight-bearing
-assertion passed), each metric's mean, unstable questions (passed in some repeats and failed in
-others), errors, latency p50/p95, tokens in/out, cost and the cache-hit rate. Retrieval runs are
-summarised per strategy (and per tag with `by=["tag"]`): each metric's mean over the questions that
-have it.
+trials, mean score and its population variance, the pass rate (the share of trials whose every
+weight-bearing assertion passed), each metric's mean, unstable questions (passed in some repeats
+and failed in others), errors, latency p50/p95, tokens in/out, cost and the cache-hit rate. Rates
+are fractions from 0 to 1, as everywhere in ragqual. Retrieval runs are summarised per strategy
+(and per tag with `by=["tag"]`): each metric's mean over the questions that have it.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _trial_report(
     notes = []
     unscored = int(trials.drop_duplicates("trial_id")["score"].isna().sum())
     if unscored:
-        notes.append(f"{unscored} trial(s) have no score of this scorer and are left out of score and Pass%.")
+        notes.append(f"{unscored} trial(s) have no score of this scorer and are left out of score and pass rate.")
     return Report(title, header, [("groups", groups), ("unstable questions", unstable)], notes)
 
 
@@ -168,7 +168,7 @@ def _group_table(
         "trials": g.size(),
         "score": g["score"].mean(),
         "score_var": g["score"].var(ddof=0),  # population variance, as core.scoring.case_aggregate
-        "pass_pct": 100.0 * g["passed"].mean(),
+        "pass_rate": g["passed"].mean(),
         **{m: g[f"m:{m}"].mean() for m in metric_names},
         "unstable": g["unstable_slot"].nunique(),
         "errors": g["errored"].sum().astype(int),
@@ -177,7 +177,7 @@ def _group_table(
         "tokens_in": g["prompt_tokens"].sum().astype(int),
         "tokens_out": g["completion_tokens"].sum().astype(int),
         "cost": g["cost"].sum(min_count=1),
-        "cache_hit_pct": 100.0 * g["hit"].mean(),
+        "cache_hit_rate": g["hit"].mean(),
     })
     return table.reset_index()
 

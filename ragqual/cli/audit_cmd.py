@@ -9,6 +9,7 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import trial_audit
+from ragqual.core.display import MISSING, fmt_value, unit_of
 
 
 def _pretty(value: Any) -> str:
@@ -19,10 +20,10 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def _num(value: Any, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    return (f"{value:.3f}" if isinstance(value, float) else str(value)) + unit
+def _num(value: Any, quantity: str = "") -> str:
+    """A value in its quantity's unit (`ragqual.core.display`); milliseconds say so."""
+    text = fmt_value(value, quantity)
+    return f"{text} ms" if text != MISSING and unit_of(quantity) == "ms" else text
 
 
 def _indent(text: str, pad: str = "  ") -> str:
@@ -37,9 +38,9 @@ def _run_lines(data: dict[str, Any]) -> list[str]:
     return [
         f"run {run['id']} ({run['kind']}, subject {run['subject']}), started {run['started_at']}, "
         f"status {run['status']}",
-        f"  git          {run['git_sha'] or '(none: ' + str(prov.get('git_note')) + ')'}  dirty: {run['git_dirty']}",
-        f"  fingerprint  corpus {run['corpus_fingerprint'] or '-'}  dataset {run['dataset_hash'] or '-'}",
-        f"  versions     ragqual {prov.get('ragqual_version')}  python {prov.get('python_version')}",
+        f"  git          {run['git_sha'] or '(none: ' + str(prov.get('git_note')) + ')'}  dirty: {_num(run['git_dirty'])}",
+        f"  fingerprint  corpus {_num(run['corpus_fingerprint'])}  dataset {_num(run['dataset_hash'])}",
+        f"  versions     ragqual {_num(prov.get('ragqual_version'))}  python {_num(prov.get('python_version'))}",
         f"  argv         {' '.join(run['argv'])}",
         "  params",
         _indent(_pretty(run["params"]), "    "),
@@ -79,8 +80,9 @@ def _trial_lines(t: dict[str, Any]) -> list[str]:
         "parsed output", _indent(_pretty(t["parsed_output"])),
         f"error {t['error'] or '(none)'}",
         f"telemetry  prompt tokens {_num(t['prompt_tokens'])}  completion tokens {_num(t['completion_tokens'])}  "
-        f"latency {_num(t['latency_ms'], ' ms')}  load {_num(t['load_ms'], ' ms')}  cost {_num(t['cost'])}",
-        f"cache      key {t['cache_key'] or '-'}  hit {t['cache_hit']}",
+        f"latency {_num(t['latency_ms'], 'latency_ms')}  load {_num(t['load_ms'], 'load_ms')}  "
+        f"cost {_num(t['cost'], 'cost')}",
+        f"cache      key {t['cache_key'] or '-'}  hit {_num(t['cache_hit'])}",
     ]
 
 
@@ -88,15 +90,15 @@ def _score_lines(data: dict[str, Any]) -> list[str]:
     lines = [f"scores over time ({len(data['scorings'])} scoring(s), oldest first)"]
     for s in data["scorings"]:
         for sc in s["scores"]:
-            cats = ", ".join(f"{k} {v:.3f}" for k, v in sc["per_category"].items())
+            cats = ", ".join(f"{k} {_num(v)}" for k, v in sc["per_category"].items())
             lines.append(f"  {s['created_at']}  {sc['scorer_name']} v{sc['scorer_version']}  "
-                         f"score {sc['score']:.3f}  perfect {sc['perfect']}  ({cats})  batch {s['batch'][:8]}")
+                         f"score {_num(sc['score'])}  perfect {sc['perfect']}  ({cats})  batch {s['batch'][:8]}")
         for a in s["assertions"]:
             mark = "PASS" if a["passed"] else "FAIL"
             lines.append(f"      {mark} {a['assertion_id']} v{a['version']} [{a['category']} "
                          f"w={a['weight']:g}]{' ' + a['detail'] if a['detail'] else ''}")
     if data["metrics"]:
-        lines.append("metrics  " + "  ".join(f"{m['metric']}={m['value']}" for m in data["metrics"]))
+        lines.append("metrics  " + "  ".join(f"{m['metric']}={_num(m['value'], m['metric'])}" for m in data["metrics"]))
     return lines
 
 

@@ -21,3 +21,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("ragqual.cli.export_cmd", "export_cmd"),
     "verify": ("ragqual.cli.verify_cmd", "verify_cmd"),
 }
+
+# The first paragraph of each command's help, so `ragqual --help` lists the commands without importing
+# them (tests/cli/test_startup.py checks that each is the command's own).
+SUMMARIES: dict[str, str] = {
+    "eval": "The whole evaluation in one command, on embedded defaults (no server, no network).",
+    "retrieval": "Run the retrieval tier: no chat model, deterministic, seconds.",
+    "generation": "Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.",
+    "matrix": "Capability table of several models: the artefact to look up when someone reports a bad answer.",
+    "sweep": "Run the retrieval grid and record quality next to latency p95, index size and context size.",
+    "trec-eval": "Evaluate a TREC run file against a qrels file with ragqual's metrics (trec_eval semantics).",
+    "corpus": "Validate the corpus and goldens, and manage the eval chunks in Qdrant.",
+    "db": "Create, upgrade and inspect the history database schema.",
+    "history": "List the runs over time: git sha, corpus fingerprint, status and headline metrics.",
+    "run": "Run a subject's cases against one or more models and store every trial.",
+    "rescore": "Re-score RUN_ID from its stored raw outputs; appends new rows, keeps the old ones.",
+    "audit": "Print everything about TRIAL_ID: provenance, case and assertion versions, prompt, output, scores.",
+    "report": "Summarise one run from the history: metrics per group, pass rate, unstable questions, cost.",
+    "compare": "Compare NEW with BASE (run ids or baseline files); exit 1 on a regression.",
+    "baseline": "Promote runs to the committed baselines that `ragqual compare` gates against.",
+    "adopt": "Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict, change no default.",
+    "sql": "Run one read-only SQL statement on the history database and print its rows.",
+    "export": "Write RUN_ID's trials and metric values as parquet or csv files.",
+    "verify": "Recompute every seal of the history (or of RUN_IDs) and name each row that changed.",
+}

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ragqual.app.comparison import Comparison, MetricComparison
 from ragqual.cli.output import emit_document, emit_page, markdown_table
+from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
 from ragqual.store.summaries import Summary
 
@@ -56,7 +57,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
 # -- the verdict line ------------------------------------------------------------------------------
 
 def _names(rows: list[MetricComparison]) -> str:
-    return ", ".join(f"{r.group} {r.metric} ({r.delta:+.4f})" for r in rows)
+    return ", ".join(f"{r.group} {r.metric} ({fmt_delta(r.delta)})" for r in rows)
 
 
 def verdict_line(comparison: Comparison) -> str:
@@ -77,7 +78,7 @@ def verdict_line(comparison: Comparison) -> str:
     if not rows:
         return "NOTHING COMPARED"
     shown = by[INCONCLUSIVE][:3]
-    sizes = ", ".join(f">= {r.mde:.2f} ({r.metric}, n={r.n})" for r in shown)
+    sizes = ", ".join(f">= {fmt_rate(r.mde)} ({r.metric}, n={r.n})" for r in shown)
     more = f" and {len(by[INCONCLUSIVE]) - len(shown)} more" if len(by[INCONCLUSIVE]) > len(shown) else ""
     return (f"INCONCLUSIVE, no regression shown: {len(by[INCONCLUSIVE])} metric(s) can neither be called changed "
             f"nor equivalent within +-{opts.tolerance}; this comparison can only see changes {sizes}{more}")
@@ -91,7 +92,7 @@ def metrics_frame(rows: list[MetricComparison], with_tag: bool = False) -> pd.Da
     frame = frame[list(columns) + ["regressed"]]
     frame = frame.assign(gate=frame.pop("regressed").map(lambda r: "FAIL" if r else "ok"))
     for column in ("b", "c"):
-        frame[column] = frame[column].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+        frame[column] = frame[column].map(lambda v: fmt_value(v, "n"))
     return frame
 
 

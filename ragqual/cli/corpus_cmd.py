@@ -22,6 +22,7 @@ from ragqual.app.corpus_ops import (
     search_corpus,
 )
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.core.display import fmt_value
 
 
 @click.group("corpus")
@@ -93,8 +94,8 @@ def _status_lines(app: AppContext, s: CorpusStatus) -> list[str]:
         f"fingerprint  {s.fingerprint} (current corpus and settings)",
     ]
     if s.manifest is not None:
-        lines.append(f"ingested     {s.manifest.fingerprint or '(unknown)'}: {s.manifest.stored_chunks} chunks "
-                     f"of {len(s.chunks_per_document)} documents by {s.manifest.embedder_id or '(unknown)'}")
+        lines.append(f"ingested     {fmt_value(s.manifest.fingerprint)}: {s.manifest.stored_chunks} chunks "
+                     f"of {len(s.chunks_per_document)} documents by {fmt_value(s.manifest.embedder_id)}")
     lines.append(f"state        {ADVICE[s.state]}")
     if app.verbose and s.chunks_per_document:
         lines += _counts_block("chunks per document", s.chunks_per_document)

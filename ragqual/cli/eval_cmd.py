@@ -16,6 +16,7 @@ from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
 from ragqual.cli.progress import elapsed_since_start, progress_printer
+from ragqual.core.display import fmt_value
 from ragqual.core.metric_names import EVAL_SUMMARY
 from ragqual.pipeline.report import quality_markdown
 
@@ -39,7 +40,7 @@ def retrieval_lines(retrieval: RetrievalOutcome) -> str:
     overall = {name: q["overall"] for name, q in retrieval.report["quality"].items()}
     lines = [f"retrieval tier: run {retrieval.run_id} (document level):"]
     for name, values in overall.items():
-        lines.append(f"  {name:<7} " + "  ".join(f"{m} {values.get(m)}" for m in EVAL_SUMMARY))
+        lines.append(f"  {name:<7} " + "  ".join(f"{m} {fmt_value(values.get(m), m)}" for m in EVAL_SUMMARY))
     return "\n".join(lines)
 
 

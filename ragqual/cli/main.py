@@ -7,29 +7,33 @@ deleted or replaced), 130 interrupted.
 
 from __future__ import annotations
 
-import logging
 import sys
 
 import click
 
 from ragqual import __version__
-from ragqual.app.context import AppContext
+from ragqual.cli.commands import COMMANDS, SUMMARIES
 from ragqual.errors import RagqualError
 
 
 class LazyGroup(click.Group):
-    """Imports a command's module only when that command runs (or help lists it), so start-up
-    stays fast: `ragqual history` never loads Qdrant or onnxruntime."""
+    """Imports a command's module only when that command runs, so start-up stays fast:
+    `ragqual history` never loads Qdrant or onnxruntime, and `ragqual --help` lists the commands
+    from their registered summaries without importing any of them."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        from ragqual.cli.commands import COMMANDS
-
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's own listing (same width rule, same shortening), from `SUMMARIES`."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, click.Command(name, help=SUMMARIES[name]).get_short_help_str(limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         import importlib
-
-        from ragqual.cli.commands import COMMANDS
 
         if name not in COMMANDS:
             return None
@@ -70,6 +74,10 @@ def hoist_json(args: list[str]) -> list[str]:
 @click.pass_context
 def cli(ctx: click.Context, db_url: str | None, cache_mode: str, verbose: int, as_json: bool) -> None:
     """Measure the quality of a RAG pipeline and keep every measurement as history."""
+    import logging
+
+    from ragqual.app.context import AppContext
+
     logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("bm25s", "httpx", "urllib3"):  # libraries that log routine steps at DEBUG/INFO
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose > 2 else logging.WARNING)

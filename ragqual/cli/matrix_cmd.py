@@ -13,6 +13,7 @@ from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.output import check_output, emit_page, output_option
 from ragqual.cli.progress import fmt3, progress_printer
+from ragqual.core.display import MISSING
 from ragqual.errors import InputError
 from ragqual.store.generation_reads import ModeLine
 from ragqual.subjects.rag import MODES
@@ -29,7 +30,7 @@ def capability_table(lines: list[ModeLine], modes: list[str]) -> str:
         cells = [model]
         for mode in modes:
             cell = per_mode.get(mode)
-            cells += ["–"] * 3 if cell is None else [fmt3(cell.correctness), fmt3(cell.refusal), fmt3(cell.pass_rate)]
+            cells += [MISSING] * 3 if cell is None else [fmt3(cell.correctness), fmt3(cell.refusal), fmt3(cell.pass_rate)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 

@@ -1,17 +1,21 @@
-"""Printing tables in the formats every report command shares: table, markdown, json, csv."""
+"""Printing tables in the formats every report command shares: table, markdown, json, csv.
+
+Text and Markdown cells follow `ragqual.core.display` (one unit per quantity, `-` for missing);
+json and csv carry the raw values.
+"""
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
 import pandas as pd
 
+from ragqual.core.display import MISSING, fmt_value, is_missing
+
 FORMATS = ("table", "markdown", "json", "csv")
-DIGITS = 4
 
 
 def format_option(default: str = "table", html: bool = False):  # -> click decorator
@@ -55,7 +59,7 @@ def frame_to_text(frame: pd.DataFrame, fmt: str) -> str:
         return markdown_table(frame)
     if frame.empty:
         return "(no rows)"
-    return _rounded(frame).to_string(index=False, na_rep="")
+    return display_frame(frame).to_string(index=False)
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -63,8 +67,10 @@ def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return json.loads(frame.to_json(orient="records", date_format="iso"))
 
 
-def _rounded(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.round(DIGITS) if not frame.empty else frame
+def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every cell as the text a person reads: its column's unit, `-` when missing."""
+    return pd.DataFrame({column: [fmt_value(v, str(column)) for v in frame[column].tolist()]
+                         for column in frame.columns}, columns=frame.columns)
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -72,16 +78,8 @@ def markdown_table(frame: pd.DataFrame) -> str:
     cols = [str(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+        lines.append("| " + " | ".join(fmt_value(v, c).replace("|", "\\|") for v, c in zip(row, cols)) + " |")
     return "\n".join(lines)
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.{DIGITS}f}"
-    return str(value).replace("|", "\\|")
 
 
 def emit_frame(frame: pd.DataFrame, fmt: str) -> None:
@@ -89,11 +87,11 @@ def emit_frame(frame: pd.DataFrame, fmt: str) -> None:
 
 
 def header_value(value: Any) -> str:
-    if value is None:
-        return "-"
     if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return str(value)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False) if value else MISSING
+    if isinstance(value, float) and not is_missing(value):
+        return str(value)  # a setting as it was given (tolerance 0.02, alpha 0.05)
+    return fmt_value(value)
 
 
 def document_text(

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ragqual.app.context import AppContext
+from ragqual.core.display import fmt_rate
 from ragqual.engine import loop
 
 _IMPORTED = time.time()
@@ -59,5 +60,5 @@ def progress_printer(app: AppContext, label: str):
 
 
 def fmt3(value: float | None) -> str:
-    """A share with three decimals, or a dash when there is none."""
-    return "–" if value is None else f"{value:.3f}"
+    """A share with three decimals, or a dash when there is none (`ragqual.core.display`)."""
+    return fmt_rate(value)

@@ -61,7 +61,7 @@ def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
 @click.pass_obj
 def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str, output: str | None,
                scorer_name: str, scorer_version: int | None, failures: bool) -> None:
-    """Summarise one run from the history: metrics per group, Pass%, unstable questions, cost."""
+    """Summarise one run from the history: metrics per group, pass rate, unstable questions, cost."""
     check_output(fmt, output)
     info = run_info(app, run_id, last)
     if failures:

@@ -11,11 +11,8 @@ import click
 from ragqual.app.context import AppContext
 from ragqual.app.rescoring import rescore_stored
 from ragqual.cli.summary_tables import print_summary, summary_dict
+from ragqual.core.display import fmt_rate
 from ragqual.engine.scorers import SCORERS
-
-
-def _mean(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 @click.command("rescore")
@@ -45,7 +42,7 @@ def rescore_cmd(app: AppContext, run_id: int, scorer_name: str | None, assertion
         return
     name, version = result.scorers[0]
     click.echo(f"run {run_id}: rescored {result.rescored} of {result.trials} trial(s) with {name} v{version}; "
-               f"mean score {_mean(result.mean_before)} -> {_mean(result.mean_after)}, "
+               f"mean score {fmt_rate(result.mean_before)} -> {fmt_rate(result.mean_after)}, "
                f"{result.changed} trial score(s) changed; new rows appended, old rows kept")
     for line in result.skipped:
         click.echo(f"skipped: {line}", err=True)

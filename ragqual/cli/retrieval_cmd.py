@@ -11,6 +11,7 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.core.display import fmt_ms
 from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json
 from ragqual.pipeline.retrieval import STRATEGIES
@@ -97,7 +98,8 @@ def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses
         for name, quality in outcome.report["quality"].items():
             for miss in quality["misses"]:
                 click.echo(f"[{name}] miss {miss['id']}: expected {', '.join(miss['expected'])}; got {', '.join(miss['retrieved'])}")
-    timings = ", ".join(f"{n} p50 {t.get('latencyP50Ms')} ms / p95 {t.get('latencyP95Ms')} ms" for n, t in outcome.report["timings"].items())
+    timings = ", ".join(f"{n} p50 {fmt_ms(t.get('latencyP50Ms'))} ms / p95 {fmt_ms(t.get('latencyP95Ms'))} ms"
+                        for n, t in outcome.report["timings"].items())
     reuse = outcome.report["run"]["search_cache"]
     reused = f" ({reuse['dense_reused']} dense searches reused from the search cache)" if reuse and reuse["dense_reused"] else ""
     click.echo(f"\nrun {outcome.run_id} appended to the history; query latency: {timings}{reused}")

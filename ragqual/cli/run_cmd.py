@@ -64,7 +64,7 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
             ollama_host: str | None) -> None:
     """Run a subject's cases against one or more models and store every trial.
 
-    Prints mean score, Pass%, latency p50/p95, cost and cache hits per variant, and the run id.
+    Prints mean score, pass rate, latency p50/p95, cost and cache hits per variant, and the run id.
     Ctrl-C keeps every finished trial; `--resume RUN_ID` completes the run.
     """
     options = SubjectRunOptions(subject=subject_name, models=models, trial_count=trial_count,

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import sql_query
-from ragqual.cli.output import emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
+from ragqual.cli.output import display_frame, emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
 from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT
 
 
@@ -67,8 +67,7 @@ def _stream(columns: Sequence[str], rows: Iterator[tuple[Any, ...]], fmt: str) -
             lines = markdown_table(frame).splitlines()
             click.echo("\n".join(lines if first else lines[2:]))
         else:
-            text = frame_to_text(frame, "table") if first else frame.round(4).to_string(index=False, header=False,
-                                                                                        na_rep="")
+            text = frame_to_text(frame, "table") if first else display_frame(frame).to_string(index=False, header=False)
             click.echo(text)
         first = False
     if fmt == "json":

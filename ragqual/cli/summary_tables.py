@@ -8,21 +8,19 @@ import click
 import pandas as pd
 
 from ragqual.cli.output import emit_frame
+from ragqual.core.display import fmt_ms, fmt_rate, fmt_value
 from ragqual.engine.aggregate import RunSummary
 
 
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else pattern.format(value)
-
-
 def summary_frame(summary: RunSummary) -> pd.DataFrame:
+    """One row per variant, each cell in its quantity's unit (`ragqual.core.display`)."""
     rows = []
     for v in summary.variants:
         a = v.aggregate
         rows.append({
-            "variant": v.variant, "trials": a.trials, "mean_score": f"{a.mean_score:.3f}",
-            "pass_pct": f"{100 * a.pass_rate:.1f}", "p50_ms": _fmt(a.latency_p50_ms, "{:.1f}"),
-            "p95_ms": _fmt(a.latency_p95_ms, "{:.1f}"), "cost": _fmt(a.total_cost, "{:.4f}"),
+            "variant": v.variant, "trials": a.trials, "mean_score": fmt_rate(a.mean_score),
+            "pass_rate": fmt_rate(a.pass_rate), "p50_ms": fmt_ms(a.latency_p50_ms),
+            "p95_ms": fmt_ms(a.latency_p95_ms), "cost": fmt_value(a.total_cost, "cost"),
             "cache_hits": v.cache_hits, "errors": v.errors,
         })
     return pd.DataFrame(rows)

@@ -10,6 +10,7 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.sweep_run import CAVEAT, SweepOptions, sweep
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.core.display import fmt_ms, fmt_value
 from ragqual.core.metric_names import SWEEP_COLUMNS as COLUMNS
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import STRATEGIES
@@ -50,13 +51,11 @@ def _markdown(rows, baseline, verdict, split, other) -> str:
     head = ["config", *[f"{c} ({split})" for c in COLUMNS], "latency p95 ms", "index bytes"]
     lines = ["# ragqual retrieval sweep", "", CAVEAT, "", "| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for name, r in rows.items():
-        cells = [name, *(_f(r["selection"].get(c)) for c in COLUMNS), _f(r["latencyP95Ms"]), str(r["indexVectorBytes"])]
+        cells = [name, *(fmt_value(r["selection"].get(c), c) for c in COLUMNS), fmt_ms(r["latencyP95Ms"]),
+                 fmt_value(r["indexVectorBytes"], "indexVectorBytes")]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"adoption rule on {split} against {baseline}: {verdict.sentence}", ""]
     picked = verdict.best or baseline
-    lines.append(f"{other} split for {picked}: " + ", ".join(f"{c} {_f(rows[picked]['reported'].get(c))}" for c in COLUMNS))
+    lines.append(f"{other} split for {picked}: " + ", ".join(f"{c} {fmt_value(rows[picked]['reported'].get(c), c)}" for c in COLUMNS))
     return "\n".join(lines) + "\n"
 
-
-def _f(value) -> str:
-    return "–" if value is None else (f"{value:.4f}" if isinstance(value, float) else str(value))

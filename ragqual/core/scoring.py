@@ -146,7 +146,7 @@ class VariantAggregate:
 
 
 def variant_aggregate(trials: Sequence[TrialFigures]) -> VariantAggregate:
-    """Mean score, Pass%, total known cost and latency p50/p95 over one variant's trials."""
+    """Mean score, pass rate, total known cost and latency p50/p95 over one variant's trials."""
     if not trials:
         raise InputError("variant aggregate: no trials")
     mean, _ = case_aggregate([t.score for t in trials])

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragqual.core.display import fmt_value
 from ragqual.core.metric_names import DEEP_HEADLINE
 from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 
@@ -19,18 +20,15 @@ QUALITY_HEADING = "## Quality"
 RUN_HEADING = "## Run"
 
 
-def fmt(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
+def fmt(value: Any, name: str = "") -> str:
+    """A value in the unit of the quantity `name` (`ragqual.core.display`), `-` when missing."""
+    return fmt_value(value, name)
 
 
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], first: str) -> str:
     head = "| " + " | ".join([first, *columns]) + " |"
     rule = "|" + "|".join(["---"] * (len(columns) + 1)) + "|"
-    body = ["| " + " | ".join([str(r["_name"]), *(fmt(r.get(c)) for c in columns)]) + " |" for r in rows]
+    body = ["| " + " | ".join([str(r["_name"]), *(fmt(r.get(c), c) for c in columns)]) + " |" for r in rows]
     return "\n".join([head, rule, *body])
 
 
@@ -64,10 +62,10 @@ def quality_markdown(strategies: Mapping[str, Mapping[str, Any]]) -> str:
 def render_markdown(report: Mapping[str, Any]) -> str:
     run = report["run"]
     lines = ["# ragqual retrieval report", "", quality_markdown(report["quality"]), RUN_HEADING, ""]
-    lines += [f"- {k}: {fmt(v)}" for k, v in sorted(run.items())]
+    lines += [f"- {k}: {fmt(v, k)}" for k, v in sorted(run.items())]
     lines += ["", "## Timings", ""]
     for name, t in report["timings"].items():
-        lines.append(f"- {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in sorted(t.items())))
+        lines.append(f"- {name}: " + ", ".join(f"{k} {fmt(v, k)}" for k, v in sorted(t.items())))
     return "\n".join(lines) + "\n"
 
 

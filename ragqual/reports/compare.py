@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from ragqual.app.comparison import Comparison, MetricComparison
+from ragqual.core import display
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
 from ragqual.reports import page
 
@@ -33,9 +34,9 @@ def forest_plot(frame: pd.DataFrame, tolerance: float) -> alt.LayerChart | alt.F
         x=alt.X("ci_low:Q", title="delta (NEW - BASE) with its interval"), x2="ci_high:Q", color=colour)
     point = base.mark_point(filled=True, size=80).encode(
         x="delta:Q", color=colour,
-        tooltip=["group:N", "metric:N", "n:Q", alt.Tooltip("delta:Q", format="+.4f"),
-                 alt.Tooltip("ci_low:Q", format="+.4f"), alt.Tooltip("ci_high:Q", format="+.4f"),
-                 alt.Tooltip("p_adjusted:Q", format=".4f"), "verdict:N"])
+        tooltip=["group:N", "metric:N", "n:Q", alt.Tooltip("delta:Q", format=display.DELTA_D3),
+                 alt.Tooltip("ci_low:Q", format=display.DELTA_D3), alt.Tooltip("ci_high:Q", format=display.DELTA_D3),
+                 alt.Tooltip("p_adjusted:Q", format=display.P_D3), "verdict:N"])
     marks = alt.Data(values=[{"x": 0.0, "kind": "no change"}, {"x": -tolerance, "kind": "tolerance"},
                              {"x": tolerance, "kind": "tolerance"}])
     lines = alt.Chart(marks).mark_rule(color="#555").encode(

@@ -9,6 +9,7 @@ import pandas as pd
 
 from sqlalchemy import Engine
 
+from ragqual.core import display
 from ragqual.core.metric_names import PASS, SCORE
 from ragqual.core.stats import question_mean_halfwidth
 from ragqual.reports import page
@@ -85,8 +86,8 @@ def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> alt.L
         y="low:Q", y2="high:Q", color=alt.Color("fingerprint:N", title="corpus fingerprint"))
     points = base.mark_point(filled=True, size=70).encode(
         color=alt.Color("fingerprint:N", title="corpus fingerprint"), shape=alt.Shape("group:N", title="group"),
-        tooltip=["run:N", "group:N", "fingerprint:N", alt.Tooltip("value:Q", format=".4f"),
-                 alt.Tooltip("low:Q", format=".4f"), alt.Tooltip("high:Q", format=".4f")])
+        tooltip=["run:N", "group:N", "fingerprint:N", alt.Tooltip("value:Q", format=display.RATE_D3),
+                 alt.Tooltip("low:Q", format=display.RATE_D3), alt.Tooltip("high:Q", format=display.RATE_D3)])
     return alt.layer(line, bars, points).properties(title=metric, width=760, height=190)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
+from ragqual.core import display
 from ragqual.reports import page
 from ragqual.store.generation_reads import ModeLine
 
@@ -26,8 +27,8 @@ def heatmap(frame: pd.DataFrame, modes: Sequence[str]) -> alt.FacetChart:
         x=alt.X("mode:N", sort=list(modes), title=None), y=alt.Y("model:N", sort=models, title=None))
     cells = base.mark_rect().encode(
         color=alt.Color("value:Q", scale=alt.Scale(domain=[0, 1], scheme="redyellowgreen"), title="value"),
-        tooltip=["model:N", "mode:N", "metric:N", alt.Tooltip("value:Q", format=".3f")])
-    text = base.mark_text(fontSize=12).encode(text=alt.Text("value:Q", format=".2f"))
+        tooltip=["model:N", "mode:N", "metric:N", alt.Tooltip("value:Q", format=display.RATE_D3)])
+    text = base.mark_text(fontSize=12).encode(text=alt.Text("value:Q", format=display.RATE_D3))
     return alt.layer(cells, text).properties(width=70 * len(modes), height=max(40, 32 * len(models))).facet(
         column=alt.Column("metric:N", sort=[label for _, label in METRICS], title=None))
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-DIGITS = 4
+from ragqual.core import display
+
 LONG_VALUE = 240  # header values longer than this open on a click
 FILTER_HINT = "filter: type a tag, an id or a word (every word must match)"
 
@@ -44,16 +44,11 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def fmt_value(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.{DIGITS}f}"
+def fmt_value(value: Any, column: str = "") -> str:
+    """A cell in its column's unit, `-` when missing (`ragqual.core.display`, as in the text tables)."""
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    if value is pd.NA or value is pd.NaT:
-        return ""
-    return str(value)
+    return display.fmt_value(value, column)
 
 
 def _is_number(value: Any) -> bool:
@@ -61,9 +56,9 @@ def _is_number(value: Any) -> bool:
 
 
 def _header_value(value: Any) -> str:
-    text = fmt_value(value)
+    text = str(value) if isinstance(value, float) and not display.is_missing(value) else fmt_value(value)
     if len(text) <= LONG_VALUE:
-        return esc(text) or "-"
+        return esc(text)
     return f"<details><summary>{esc(text[:LONG_VALUE // 2])}&hellip; ({len(text)} characters)</summary>{esc(text)}</details>"
 
 
@@ -73,18 +68,18 @@ def header_list(header: Mapping[str, Any]) -> str:
 
 
 def table(frame: pd.DataFrame, table_id: str | None = None, sortable: bool = True) -> str:
-    """A DataFrame as an HTML table (numbers right-aligned, NaN blank)."""
+    """A DataFrame as an HTML table (numbers right-aligned, each in its column's unit, `-` when missing)."""
     if frame.empty:
         return '<p class="note">(none)</p>'
     head = "".join(f'<th{" data-sort" if sortable else ""}>{esc(c)}</th>' for c in frame.columns)
     body = []
     for row in frame.itertuples(index=False):
         cells = []
-        for value in row:
+        for value, column in zip(row, frame.columns):
             if _is_number(value):
-                cells.append(f'<td class="num">{esc(fmt_value(value))}</td>')
+                cells.append(f'<td class="num">{esc(fmt_value(value, str(column)))}</td>')
             else:
-                cells.append(f"<td>{esc(fmt_value(value))}</td>")
+                cells.append(f"<td>{esc(fmt_value(value, str(column)))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     ident = f' id="{esc(table_id)}"' if table_id else ""
     sort = " data-sortable" if sortable else ""

@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 from sqlalchemy import Engine
 
+from ragqual.core import display
 from ragqual.core.metric_names import PAGE_QUESTION_METRICS, gated_names
 from ragqual.reports import page
 from ragqual.store.case_reads import case_definitions
@@ -43,7 +44,7 @@ def bars(frame: pd.DataFrame, category: str, metrics: Sequence[str], title: str)
         x=alt.X(f"{category}:N", title=None, axis=alt.Axis(labelAngle=-30, labelLimit=160), sort=list(dict.fromkeys(long[category].astype(str)))),
         xOffset=alt.XOffset("metric:N", sort=list(metrics)),
         y=alt.Y("value:Q", title=None), color=alt.Color("metric:N", sort=list(metrics)),
-        tooltip=[f"{category}:N", "metric:N", alt.Tooltip("value:Q", format=".4f")],
+        tooltip=[f"{category}:N", "metric:N", alt.Tooltip("value:Q", format=display.RATE_D3)],
     ).properties(title=title, width=max(240, 22 * len(long)), height=220)
 
 
@@ -56,13 +57,13 @@ def decomposition_chart(lines: Sequence[ModeLine]) -> alt.LayerChart | alt.Facet
         x=alt.X("mode:N", sort=modes, title=None, axis=alt.Axis(labelAngle=0)))
     layers: list[alt.Chart] = [base.mark_bar().encode(
         xOffset="model:N", y=alt.Y("correctness:Q", scale=alt.Scale(domain=[0, 1])), color="model:N",
-        tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=".3f")])]
+        tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=display.RATE_D3)])]
     mock = frame[frame["model"] == "mock"]
     if not mock.empty:
         layers.append(alt.Chart(alt.Data(values=page.records(mock))).mark_tick(
             color="#222", thickness=3, size=60).encode(
             x=alt.X("mode:N", sort=modes), y="correctness:Q",
-            tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=".3f")]))
+            tooltip=["model:N", "mode:N", alt.Tooltip("correctness:Q", format=display.RATE_D3)]))
     return alt.layer(*layers).properties(title="correctness per mode (black tick: the mock line)",
                                          width=max(240, 120 * len(modes)), height=220)
 
@@ -129,7 +130,7 @@ def _pre(label: str, value: Any) -> str:
 def _scorings_html(scorings: Sequence[Scoring]) -> str:
     parts = []
     for n, scoring in enumerate(scorings, start=1):
-        scores = ", ".join(f"{s.scorer_name} v{s.scorer_version}: {s.score:.4f}"
+        scores = ", ".join(f"{s.scorer_name} v{s.scorer_version}: {display.fmt_rate(s.score)}"
                            f"{' (pass)' if s.perfect else ' (fail)'}" for s in scoring.scores)
         items = "".join(
             f'<li class="{"pass" if a.passed else "fail"}">{"PASS" if a.passed else "FAIL"} '
@@ -272,7 +273,7 @@ def _trial_body(engine: Engine, info: RunInfo, sections: Sequence[tuple[str, pd.
     if not groups.empty and "score" in groups.columns:
         keys = [c for c in ("variant", "mode", "tag") if c in groups.columns]
         frame = groups.assign(group=groups[keys].astype(str).agg(" / ".join, axis=1),
-                              **{"pass": groups["pass_pct"] / 100.0})
+                              **{"pass": groups["pass_rate"]})
         parts.append(page.chart(f"{prefix}groups", bars(frame, "group", ["score", "pass"], "score and pass share per group"),
                                 "Mean trial score and the share of trials whose every weighted assertion passed."))
     lines = mode_lines(engine, info.id) if info.kind == "generation" else []

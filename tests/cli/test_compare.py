@@ -40,7 +40,7 @@ def test_a_regression_beyond_the_tolerance_exits_1(head_db, store, capsys):
     new = dense({**same, "q4": {"recall@5": 0.0, "mrr": 0.5}}, store)
     code, out, err = ragqual(head_db, ["compare", str(base), str(new), *TOL], capsys)
     assert code == 1
-    assert "1 metric(s) regressed beyond the tolerance 0.02: dense recall@5 (-0.2000)" in err
+    assert "1 metric(s) regressed beyond the tolerance 0.02: dense recall@5 (-0.200)" in err
     line = next(line for line in out.splitlines() if "recall@5" in line)
     assert line.endswith("FAIL")
     assert next(line for line in out.splitlines() if " mrr " in line).endswith("ok")
@@ -106,7 +106,7 @@ def test_a_stable_drop_in_a_generation_run_fails(head_db, store, capsys):
     base = generation_run(store, [{"case": "q1", "repeat": r, "score": 1.0, "passed": True} for r in range(2)])
     new = generation_run(store, [{"case": "q1", "repeat": r, "score": 0.5, "passed": False} for r in range(2)])
     code, _, err = ragqual(head_db, ["compare", str(base), str(new), *TOL], capsys)
-    assert code == 1 and "m1/e2e score (-0.5000)" in err and "m1/e2e pass (-1.0000)" in err
+    assert code == 1 and "m1/e2e score (-0.500)" in err and "m1/e2e pass (-1.000)" in err
 
 
 def test_a_baseline_file_compares_like_its_run(head_db, store, tmp_path, capsys):

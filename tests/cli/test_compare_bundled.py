@@ -50,7 +50,7 @@ def test_context_k_1_against_5_is_not_shown_to_regress_on_171_questions(runs, wo
     assert passed["p_value"] == mcnemar_exact(passed["b"], passed["c"]) > 0.05
     assert passed["verdict"] == "inconclusive" and passed["mde"] > abs(passed["delta"])
     code, _, err = _compare(workdir, capsys, str(runs["k5"]), str(runs["k1"]), "--gate", "tolerance")
-    assert code == 1 and "mock/e2e pass (-0.0409)" in err
+    assert code == 1 and "mock/e2e pass (-0.041)" in err
 
 
 def test_a_similarity_cut_off_that_starves_the_context_is_a_regression_with_exit_1(runs, workdir, capsys):

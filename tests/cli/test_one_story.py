@@ -351,5 +351,5 @@ def test_failures_of_any_subject_are_its_trials_that_did_not_pass(workdir, capsy
     run_id = json.loads(out)["run_id"]
     (group,) = _json("report", str(run_id))["groups"]
     doc = _json("report", str(run_id), "--failures")
-    assert len(doc["failures"]) == round(group["trials"] * (1 - group["pass_pct"] / 100)) > 0
+    assert len(doc["failures"]) == round(group["trials"] * (1 - group["pass_rate"])) > 0
     assert all(f["cause"] == "-" and "expected" in f["failed_checks"] for f in doc["failures"])

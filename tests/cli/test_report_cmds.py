@@ -38,9 +38,9 @@ def generation(store):
 
 
 E2E = {  # hand-computed from the fixture above
-    "trials": 5, "score": 0.6, "score_var": 0.14, "pass_pct": 40.0, "correctness": 0.4, "groundedness": 0.75,
+    "trials": 5, "score": 0.6, "score_var": 0.14, "pass_rate": 0.4, "correctness": 0.4, "groundedness": 0.75,
     "unstable": 1, "errors": 1, "latency_p50_ms": 250.0, "latency_p95_ms": 385.0, "tokens_in": 60,
-    "tokens_out": 27, "cost": 1.0, "cache_hit_pct": 20.0,
+    "tokens_out": 27, "cost": 1.0, "cache_hit_rate": 0.2,
 }
 
 
@@ -58,7 +58,7 @@ def test_report_json_has_the_hand_computed_figures(head_db, generation, capsys):
     row = groups[("m1", "e2e")]
     for key, expected in E2E.items():
         assert row[key] == pytest.approx(expected), key
-    assert groups[("m1", "oracle")]["pass_pct"] == 100.0 and groups[("m1", "oracle")]["unstable"] == 0
+    assert groups[("m1", "oracle")]["pass_rate"] == 1.0 and groups[("m1", "oracle")]["unstable"] == 0
     assert body["unstable questions"] == [
         {"variant": "m1", "mode": "e2e", "case_id": "q1", "slug": "slug-q1", "passed": 2, "repeats": 3}]
     header = body["header"]
@@ -72,7 +72,7 @@ def test_report_csv_parses_back_to_the_same_numbers(head_db, generation, capsys)
     assert code == 0
     frame = pd.read_csv(io.StringIO(out)).set_index(["variant", "mode"])
     assert frame.loc[("m1", "e2e"), "score"] == pytest.approx(E2E["score"])
-    assert frame.loc[("m1", "e2e"), "pass_pct"] == pytest.approx(E2E["pass_pct"])
+    assert frame.loc[("m1", "e2e"), "pass_rate"] == pytest.approx(E2E["pass_rate"])
     assert frame.loc[("m1", "oracle"), "trials"] == 1
 
 
@@ -80,7 +80,7 @@ def test_report_markdown_and_table_show_the_header_and_groups(head_db, generatio
     code, out, _ = ragqual(head_db, ["report", str(generation), "--format", "markdown"], capsys)
     assert code == 0
     table = [line for line in out.splitlines() if line.startswith("| m1 | e2e | 5 |")]
-    assert len(table) == 1 and "| 0.6000 |" in table[0] and "| 40.0000 |" in table[0]
+    assert len(table) == 1 and "| 0.600 |" in table[0] and "| 0.400 |" in table[0]
     assert f"- **corpus_fingerprint**: {FP}" in out and "### unstable questions" in out
     code, out, _ = ragqual(head_db, ["report", str(generation)], capsys)
     assert code == 0 and f"Run {generation} (generation, rag)" in out and "unstable questions:" in out
@@ -117,7 +117,7 @@ def test_report_uses_the_newest_scorer_version_by_default(head_db, store, capsys
                          [ScoreRow(SCORER, 2, 0.75, True, {})])
     code, out, _ = ragqual(head_db, ["report", str(run), "--format", "json"], capsys)
     groups, _ = _groups(out)
-    assert code == 0 and groups[("m1", "e2e")]["score"] == 0.75 and groups[("m1", "e2e")]["pass_pct"] == 100.0
+    assert code == 0 and groups[("m1", "e2e")]["score"] == 0.75 and groups[("m1", "e2e")]["pass_rate"] == 1.0
     code, out, _ = ragqual(head_db, ["report", str(run), "--format", "json", "--scorer-version", "1"], capsys)
     groups, body = _groups(out)
     assert groups[("m1", "e2e")]["score"] == 0.25 and "v1" in body["header"]["scorer"]

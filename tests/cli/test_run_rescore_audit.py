@@ -54,8 +54,8 @@ def test_every_command_has_help(command, capsys):
 def test_run_prints_the_variant_summary_and_a_rerun_calls_no_model(env, capsys):
     code, out, err = ragqual(env, ["run", "--subject", "sentiment", "--model", "mock", "--trial-count", "2"], capsys)
     assert code == 0, err
-    assert "mean_score" in out and "pass_pct" in out and "p95_ms" in out and "cache_hits" in out
-    assert f"{BASELINE_MEAN:.3f}" in out and "66.7" in out
+    assert "mean_score" in out and "pass_rate" in out and "p95_ms" in out and "cache_hits" in out
+    assert f"{BASELINE_MEAN:.3f}" in out and "0.667" in out
     assert "run 1 finished: 30 trial(s) run, 30 model call(s), 0 cache hit(s), 0 error(s)" in out
     code, out, _ = ragqual(env, ["run", "--subject", "sentiment", "--trial-count", "2"], capsys)
     assert code == 0
