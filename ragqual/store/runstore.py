@@ -474,7 +474,7 @@ class RunStore:
     def append_retrieval_results(self, run_id: int, rows: Sequence[RetrievalRow]) -> None:
         if not rows:
             return
-        payload = [(run_id, r.strategy, r.query_id, r.rank, r.chunk_id, r.doc_id, r.score) for r in rows]
+        payload = [(run_id, *r) for r in rows]  # RetrievalRow's fields, in RETRIEVAL_COLUMNS' order
         self._write(lambda s: bulk_insert_tuples(s, table_of(RetrievalResult), RETRIEVAL_COLUMNS, payload), run_id)
 
     # -- reads -------------------------------------------------------------------
