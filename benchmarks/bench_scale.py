@@ -10,7 +10,7 @@ ragqual uses it; its ingest is then several times slower again, its queries the 
 
     python benchmarks/bench_scale.py [--sizes 10000,50000,100000] [--queries 50] [--local-queries 10]
     python benchmarks/bench_scale.py --engines edge --sizes 100000
-    python benchmarks/bench_scale.py --vaswani        # the Vaswani tier: cold ingest + retrieval, then warm
+    python benchmarks/bench_scale.py --vaswani        # the Vaswani tier: cold ingest, cold retrieval, warm retrieval
     python benchmarks/bench_scale.py --ingest-memory 100000   # peak memory of ragqual's ingest path
 
 Wall times depend on the machine and its load; the table prints the load average next to them.
@@ -152,27 +152,47 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def vaswani(engine: str) -> None:
-    """Wall time and peak memory of `ragqual retrieval` on the shipped Vaswani collection in a fresh project:
-    cold (empty embedding and search caches: embed, ingest, search), then warm (everything cached)."""
+VASWANI_STEPS = (  # label, ragqual arguments after the global options, empty the search cache first
+    ("ingest, cold (nothing cached)", ["corpus", "ingest"], False),
+    ("retrieval, cold (search cache empty)", ["retrieval"], True),
+    ("retrieval, warm (search cache)", ["retrieval"], False),
+)
+
+
+def vaswani(engine: str, keep: Path | None = None) -> None:
+    """Wall time and peak memory of the Vaswani tier in a fresh project: `ragqual corpus ingest` with
+    nothing cached (embed + write the points), `ragqual retrieval` (dense + bm25 + hybrid) with an
+    empty search cache (the embeddings cached, every search run), then again with everything
+    cached. With `keep`, each retrieval's JSON report is written there (to compare two checkouts)."""
+    import shutil
+
     repo = Path(__file__).resolve().parents[1]
     collection = repo / "datasets" / "vaswani-npl"
     print(f"| Vaswani ({engine}) | wall s | CPU s | peak RSS MB | load avg |")
     print("|---|---|---|---|---|")
+    overall: dict = {}
     with tempfile.TemporaryDirectory(prefix="ragqual-bench-vaswani-") as scratch:
-        env = {**os.environ, "RAGQUAL_CACHE_DIR": str(Path(scratch) / "cache"), "RAGQUAL_EMBEDDED_ENGINE": engine}
+        cache = Path(scratch) / "cache"
+        env = {**os.environ, "RAGQUAL_CACHE_DIR": str(cache), "RAGQUAL_EMBEDDED_ENGINE": engine}
         env.pop("RAGQUAL_DB", None)
-        for label in ("cold", "warm"):
+        for step, (label, command, cold_search) in enumerate(VASWANI_STEPS):
+            if cold_search:
+                shutil.rmtree(cache / "search", ignore_errors=True)
             started, cpu_before = time.perf_counter(), _children_cpu()
-            done = subprocess.run([sys.executable, "-m", "ragqual", "--json", "retrieval", "--corpus", str(collection),
+            done = subprocess.run([sys.executable, "-m", "ragqual", "--json", *command, "--corpus", str(collection),
                                    "--goldens", str(collection)], cwd=scratch, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - started
             if done.returncode != 0:
                 raise SystemExit(done.stderr)
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
             cpu = _children_cpu() - cpu_before
-            print(f"| {label} (dense + bm25 + hybrid) | {wall:.1f} | {cpu:.1f} | {peak:.0f} | {os.getloadavg()[0]:.2f} |", flush=True)
-            overall = {k: v["overall"] for k, v in json.loads(done.stdout)["quality"].items()}
+            print(f"| {label} | {wall:.1f} | {cpu:.1f} | {peak:.0f} | {os.getloadavg()[0]:.2f} |", flush=True)
+            if command[0] == "retrieval":
+                report = json.loads(done.stdout)
+                overall = {k: v["overall"] for k, v in report["quality"].items()}
+                if keep is not None:
+                    keep.mkdir(parents=True, exist_ok=True)
+                    (keep / f"step{step}.quality.json").write_text(json.dumps(report["quality"], sort_keys=True))
         print("\n| strategy | MAP | nDCG | nDCG@10 | recall@5 | recall@100 | MRR |\n|---|---|---|---|---|---|---|")
         for name, o in overall.items():
             print(f"| {name} | {o['map']:.3f} | {o['ndcg']:.3f} | {o['ndcg@10']:.3f} | {o['recall@5']:.3f} | "
@@ -187,6 +207,8 @@ def main() -> None:
     parser.add_argument("--local-queries", type=int, default=10, help="queries timed on local mode (slow)")
     parser.add_argument("--vaswani", action="store_true", help="time the Vaswani tier instead")
     parser.add_argument("--vaswani-engine", default="edge", choices=["edge", "local"])
+    parser.add_argument("--vaswani-keep", type=Path, default=None, metavar="DIR",
+                        help="write each Vaswani retrieval's quality section (JSON) to DIR")
     parser.add_argument("--ingest-memory", type=int, default=None, metavar="N",
                         help="peak memory of ragqual's ingest path for N chunks instead")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
@@ -195,7 +217,7 @@ def main() -> None:
         ingest_memory(args.ingest_memory)
         return
     if args.vaswani:
-        vaswani(args.vaswani_engine)
+        vaswani(args.vaswani_engine, args.vaswani_keep)
         return
     if args.child:
         child(args.child[0], int(args.child[1]), int(args.child[2]))

@@ -395,6 +395,33 @@ class CachedEmbedder:
             self.cache.set(key, vector.tobytes())
         return dict(zip(keys, fresh))
 
+    def _matrix_key(self, texts: Sequence[str]) -> str:
+        return sha256_hex(canonical_json({"embedder": self.inner.id, "kind": "matrix", "texts": list(texts)}))
+
+    def read_matrix(self, texts: Sequence[str]) -> np.ndarray | None:
+        """The vectors of exactly these texts in this order, when stored as one entry by
+        `store_matrix` (a whole corpus: one read instead of one per text); None otherwise."""
+        key = self._matrix_key(texts)
+        try:
+            value = self.cache.get(key, default=None, retry=True)
+        except Exception as exc:  # noqa: BLE001 - a damaged entry is a miss
+            warnings.warn(f"embedding cache entry {key[:12]} unreadable ({exc!r}); reading the texts one by one", RuntimeWarning)
+            return None
+        if value is None:
+            return None
+        if not isinstance(value, bytes) or len(value) != 4 * self.dim * len(texts):
+            warnings.warn(f"embedding cache entry {key[:12]} has the wrong size; reading the texts one by one", RuntimeWarning)
+            return None
+        self.hits += len(texts)
+        return np.frombuffer(value, dtype="<f4").reshape(len(texts), self.dim).astype(np.float32)
+
+    def store_matrix(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep `vectors` (one row per text, as `embed` returned them) as one entry."""
+        rows = np.ascontiguousarray(vectors, dtype="<f4")
+        if rows.shape != (len(texts), self.dim):
+            raise ValueError(f"store_matrix: {rows.shape} vectors for {len(texts)} texts of dimension {self.dim}")
+        self.cache.set(self._matrix_key(texts), rows.tobytes(), retry=True)
+
     def _read(self, key: str) -> np.ndarray | None:
         try:
             value = self.cache.get(key, default=None, retry=True)

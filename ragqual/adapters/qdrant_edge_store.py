@@ -125,7 +125,10 @@ def _with_payload(value: Any) -> Any:
 
 
 def _scored(point: Any) -> models.ScoredPoint:
-    return models.ScoredPoint(id=_point_id(point.id), version=0, score=float(point.score), payload=dict(point.payload or {}))
+    """A hit in qdrant-client's form, built without pydantic's validation (the values are already
+    of the declared types; validating cost ~40 µs a hit, seconds for a run of 93 top-1000 queries)."""
+    return models.ScoredPoint.model_construct(id=_point_id(point.id), version=0, score=float(point.score),
+                                              payload=dict(point.payload or {}))
 
 
 def _record(point: Any) -> models.Record:

@@ -22,9 +22,8 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -39,8 +38,7 @@ SQLITE_HEADER = 100
 _CHANGE_COUNTER = slice(24, 28)  # SQLite's file change counter, bumped by every committed write
 
 
-@dataclass(frozen=True)
-class CachedHit:
+class CachedHit(NamedTuple):
     """A dense hit as the retriever needs it (the leak guard reads `source` and `doc_id`)."""
 
     chunk_id: str
@@ -168,7 +166,7 @@ class CachedDenseIndex:
         for i, key in enumerate(keys):
             value = self.cache.get(key, _valid_hits)
             if value is not None:
-                found[i] = [CachedHit(*h) for h in value]
+                found[i] = list(map(CachedHit._make, value))
         self.cache.hits += len(found)
         missing = [i for i in range(len(keys)) if i not in found]
         self.cache.misses += len(missing)

@@ -11,7 +11,6 @@ chunk count, which is how `manifest()` later tells a finished ingest from a brok
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from ragqual.adapters.embedders import Embedder
 from ragqual.adapters.files import display_path, resolve_source_in_corpus, shared_file_source
@@ -27,8 +25,12 @@ from ragqual.adapters.qdrant_store import EvalIndex, Manifest
 from ragqual.core.corpus import Document
 from ragqual.core.fingerprint import corpus_fingerprint
 from ragqual.errors import InputError
+from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, chunk_corpus, embed_text_for_chunk
 
+# Texts per call to the embedder. MiniLM groups a call's texts by length, and a text's vector may
+# differ in its last bits with its batch (tests/adapters/test_embedders.py), so this stays as it
+# was: a re-ingest gives the vectors earlier ingests gave.
 EMBED_BATCH = 64
 
 
@@ -98,15 +100,10 @@ def source_paths(documents: Sequence[Document], corpus_dir: str | os.PathLike[st
 def embed_chunks(
     chunks: Sequence[Chunk], chunk_config: ChunkConfig, embedder: Embedder, *, progress: bool, batch_size: int = EMBED_BATCH,
 ) -> np.ndarray:
-    """One unit vector per chunk, embedded in batches with the document prefix."""
+    """One unit vector per chunk, embedded in batches with the document prefix (pipeline.batch_embed:
+    a progress bar with rate and time left; a corpus the retrieval tier just embedded is one cache read)."""
     texts = [embed_text_for_chunk(c, chunk_config) for c in chunks]
-    parts: list[np.ndarray] = []
-    with tqdm(total=len(texts), desc="embedding", unit="chunk", disable=not progress, file=sys.stderr, leave=False) as bar:
-        for start in range(0, len(texts), batch_size):
-            batch = texts[start : start + batch_size]
-            parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
-            bar.update(len(batch))
-    return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+    return embed_in_batches(texts, embedder, progress=progress, batch_size=batch_size)
 
 
 def ingest(

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from operator import itemgetter
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -61,9 +62,10 @@ class RetrievalConfig:
         return replace(self, **changes)
 
 
-@dataclass(frozen=True)
-class Ranked:
-    """One retrieved chunk. `similarity` is the dense cosine, whatever the strategy."""
+class Ranked(NamedTuple):
+    """One retrieved chunk. `similarity` is the dense cosine, whatever the strategy.
+
+    A named tuple: a standard collection's run builds ~280,000 of them."""
 
     chunk_id: str
     doc_id: str
@@ -123,7 +125,12 @@ def terms(text: str) -> list[str]:
 
 
 def _order(items: dict[str, float]) -> list[tuple[str, float]]:
-    return sorted(items.items(), key=lambda kv: (-kv[1], kv[0]))
+    """Highest score first, ties by id: sorted by id, then stably by score (the same order as the
+    key (-score, id), without a Python call per item)."""
+    return sorted(sorted(items.items()), key=_SCORE, reverse=True)
+
+
+_SCORE = itemgetter(1)
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int) -> dict[str, float]:
@@ -172,7 +179,7 @@ class Retriever:
         self.chunks = {c.chunk_id: c for c in chunks}
         self.order = [c.chunk_id for c in chunks]
         self.texts = {c.chunk_id: c.text for c in chunks}
-        self.chunk_terms = {c.chunk_id: frozenset(terms(c.text)) for c in chunks}
+        self._chunk_terms: dict[str, frozenset[str]] | None = None  # built on the first rerank
         self._verified: set[tuple[str, str]] = set()
         self.vectors = {cid: vectors[i] for i, cid in enumerate(self.order)}
         self.index = index
@@ -183,7 +190,7 @@ class Retriever:
         self._qvecs: dict[str, np.ndarray] = {}
         self._dense_memo: dict[tuple[str, int], dict[str, float]] = {}
         self._bm25_memo: dict[tuple[str, int], dict[str, float]] = {}
-        self._sim_memo: dict[tuple[str, str], float] = {}
+        self._sim_memo: dict[str, dict[str, float]] = {}
         self.memo = memo
         self._lock = threading.RLock()
         self._bm25_index: Any = None
@@ -192,6 +199,15 @@ class Retriever:
             from ragqual.adapters.search_cache import package_version
 
             self._bm25_scope = bm25_scope(chunks, package_version("bm25s"), stem)
+
+    @property
+    def chunk_terms(self) -> dict[str, frozenset[str]]:
+        """Each chunk's terms for the rerank stage, computed on first use (a standard collection
+        runs without the rerank, and its 11,000 chunks would cost a second here)."""
+        with self._lock:
+            if self._chunk_terms is None:
+                self._chunk_terms = {cid: frozenset(terms(text)) for cid, text in self.texts.items()}
+            return self._chunk_terms
 
     @property
     def bm25(self) -> Any:
@@ -277,12 +293,15 @@ class Retriever:
     def similarity(self, qvec: np.ndarray, chunk_id: str) -> float:
         return float(np.dot(qvec, self.vectors[chunk_id]))
 
-    def _similarity(self, text: str, chunk_id: str) -> float:
-        """The rounded dense cosine of a query text and a chunk, computed once per pair."""
-        key = (text, chunk_id)
-        if key not in self._sim_memo:
-            self._sim_memo[key] = round(self.similarity(self._qvec(text), chunk_id), 6)
-        return self._sim_memo[key]
+    def _similarities(self, text: str, chunk_ids: Sequence[str]) -> list[float]:
+        """The rounded dense cosines of a query text and chunks, each pair computed once
+        (one np.dot per pair, as `similarity`: a matrix product may round differently)."""
+        memo = self._sim_memo.setdefault(text, {})
+        missing = [cid for cid in chunk_ids if cid not in memo]
+        if missing:
+            qvec, vectors, dot = self._qvec(text), self.vectors, np.dot
+            memo.update((cid, round(float(dot(qvec, vectors[cid])), 6)) for cid in missing)
+        return [memo[cid] for cid in chunk_ids]
 
     def retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
         with self._lock:
@@ -302,11 +321,10 @@ class Retriever:
         ranked = [cid for cid, _ in _order(scored)][: config.candidate_k]
         if config.rerank:
             ranked = lexical_rerank(terms(raw_query), ranked, self.texts, self.chunk_terms)
-        candidates = tuple(
-            Ranked(cid, self.chunks[cid].doc_id, round(scored[cid], 6), self._similarity(query, cid),
-                   self.sources.get(cid, ""))
-            for cid in ranked
-        )
+        chunks, sources = self.chunks, self.sources
+        candidates = tuple(map(Ranked, ranked, [chunks[cid].doc_id for cid in ranked],
+                               [round(scored[cid], 6) for cid in ranked], self._similarities(query, ranked),
+                               [sources.get(cid, "") for cid in ranked]))
         above = [r for r in candidates if config.threshold is None or r.similarity >= config.threshold]
         elapsed = (time.perf_counter() - started) * 1000 + self._batch_share_ms
         return Retrieval(query, candidates, tuple(above[: config.context_k]), elapsed, self.texts)

@@ -55,8 +55,8 @@ def query_metrics(golden: Golden, retrieval: Retrieval, context_k: int, config_d
         out[f"recall@{k}"] = m.recall_at_k(docs, judgements, k)
         out[f"hit@{k}"] = m.hit_rate_at_k(docs, judgements, k)
     out["mrr"] = m.reciprocal_rank(docs, judgements)
-    out["ndcg@5"] = m.ndcg_at_k(docs, judgements, 5)
-    out["ndcg@10"] = m.ndcg_at_k(docs, judgements, 10)
+    out["ndcg@5"] = m.ndcg_at_k(docs[:5], judgements, 5)  # the same number; only the top k are labelled
+    out["ndcg@10"] = m.ndcg_at_k(docs[:10], judgements, 10)
     out["map@10"] = m.average_precision(docs, judgements, 10)
     out["rprec"] = m.r_precision(docs, judgements)
     if config_depth >= DEEP_K:  # a deep run (a standard collection): trec_eval's full-depth measures too

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,9 @@ class TrialRecord:
     metrics_version: int = 1  # the subject's metrics version, stored as metric_values.scorer_version
 
 
-@dataclass(frozen=True)
-class RetrievalRow:
+class RetrievalRow(NamedTuple):
+    """One ranked hit of a retrieval run (a named tuple: a standard collection's run appends ~280,000)."""
+
     strategy: str
     query_id: str
     rank: int

@@ -49,3 +49,42 @@ def test_an_interrupted_run_resumes_with_only_the_missing_texts(tmp_path):
     assert [t for call in second.calls for t in call] == TEXTS[8:]
     assert (cached.hits, cached.misses) == (8, 2)
     assert np.array_equal(vectors, CountingEmbedder().embed(TEXTS))
+
+
+def test_a_large_list_is_kept_as_one_entry_and_read_back_whole(tmp_path, monkeypatch):
+    import ragqual.pipeline.batch_embed as batch_embed
+
+    monkeypatch.setattr(batch_embed, "MATRIX_MIN", 5)
+    first = CachedEmbedder(CountingEmbedder(), tmp_path / "cache")
+    expected = embed_in_batches(TEXTS, first, progress=False, batch_size=4)
+    first.close()
+
+    cached = CachedEmbedder(CountingEmbedder(), tmp_path / "cache")
+    reads = []
+    real_get = cached.cache.get
+    monkeypatch.setattr(cached.cache, "get", lambda key, *a, **k: reads.append(key) or real_get(key, *a, **k))
+    vectors = embed_in_batches(TEXTS, cached, progress=False, batch_size=4)
+    assert len(reads) == 1 and cached.inner.calls == []  # one read, no model call
+    assert np.array_equal(vectors, expected) and vectors.dtype == np.float32
+    assert (cached.hits, cached.misses) == (10, 0)
+    vectors[0, 0] = 99.0  # the caller owns the array
+
+    reordered = embed_in_batches(list(reversed(TEXTS)), cached, progress=False, batch_size=4)  # another list: per text
+    assert np.array_equal(reordered, expected[::-1]) and cached.inner.calls == []
+
+
+def test_a_damaged_whole_entry_is_a_miss_with_a_warning(tmp_path, monkeypatch):
+    import ragqual.pipeline.batch_embed as batch_embed
+
+    monkeypatch.setattr(batch_embed, "MATRIX_MIN", 5)
+    cached = CachedEmbedder(CountingEmbedder(), tmp_path / "cache")
+    expected = embed_in_batches(TEXTS, cached, progress=False)
+    cached.cache.set(cached._matrix_key(TEXTS), b"\x00" * 12)
+    with pytest.warns(RuntimeWarning, match="wrong size"):
+        vectors = embed_in_batches(TEXTS, cached, progress=False)
+    assert np.array_equal(vectors, expected)  # from the per-text entries
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the entry was rewritten: no warning the next time
+        assert np.array_equal(embed_in_batches(TEXTS, cached, progress=False), expected)

@@ -20,6 +20,28 @@ def test_a_null_column_is_the_same_row_as_a_missing_column():
     assert sealing.row_digest({"a": 1, "new": 0}) != sealing.row_digest({"a": 1})
 
 
+
+def test_many_rows_digest_exactly_as_one_row_at_a_time():
+    """The batched digests (sealing.row_digests) are the per-row canonical JSON digests, for every
+    value type a driver returns: text with escapes and non-ASCII, ints, bools, floats of every
+    shape (non-finite ones too), NULL, datetimes and bytes (the general path)."""
+    from datetime import UTC, datetime
+
+    names = ["score", "id", "text", "rank", "flag", "at", "blob", "c%d"]
+    values = [
+        (0.1, 1, "plain", 3, True, None, None, 0),
+        (-0.0, 2, 'quote " backslash \\ tab \t nl \n ctl \x01', -7, False, None, None, 1),
+        (1e-07, 3, "é ü 漢字 🙂 \u2028", 10**30, None, None, None, 2),
+        (float("nan"), 4, "", 0, True, None, None, 3),
+        (float("inf"), 5, "%s %d %%", 1, False, None, None, 4),
+        (-float("inf"), 6, "x", 1, False, datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC), b"\x00\xff", 5),
+        (123456789.125, 7, "y", 2, True, datetime(2026, 1, 2, 3, 4, 5), None, None),
+        (1.0, 8, "z", None, None, None, None, 6),
+    ]
+    batched = sealing.row_digests(names, values)
+    assert batched == [(row[1], sealing.row_digest(dict(zip(names, row)))) for row in values]
+    assert len({d for _, d in batched}) == len(values)
+
 def test_seal_digest_chains_every_input():
     base = sealing.seal_digest("p" * 64, None, 1, "{}")
     assert len({base, sealing.seal_digest("q" * 64, None, 1, "{}"), sealing.seal_digest("p" * 64, "r", 1, "{}"),
