@@ -11,7 +11,8 @@ out and counted. For each metric of each group present on both sides:
   get the sign-flip test with one sign per cluster and the cluster bootstrap, and the standard
   error is the cluster-robust one;
 * the minimum detectable effect at `power` and `alpha` from the observed paired variance and n
-  (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05);
+  (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05;
+  None for a graded metric whose paired differences have no spread: `stats.detectable_effect`);
 * intervals at confidence 1 - alpha.
 
 Holm adjusts the p-values over the gate family (every metric x group compared); the verdict is
@@ -90,7 +91,7 @@ class MetricComparison:
     test: str  # "mcnemar-exact", "randomization", "cluster-randomization"
     p_value: float
     p_adjusted: float
-    mde: float
+    mde: float | None  # None: no spread in the paired differences (see stats.detectable_effect)
     verdict: str
     b: int | None  # binary metrics: questions 1 -> 0
     c: int | None  # binary metrics: questions 0 -> 1
@@ -359,9 +360,8 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
     if lower:
         wins, losses = losses, wins
     base_mean, new_mean = math.fsum(base) / len(base), math.fsum(new) / len(new)
-    mde = stats.minimum_detectable_effect(stats.standard_error(base, new, clusters), options.alpha, options.power)
-    if counts is not None:  # fewer discordant questions than this can never reach significance
-        mde = max(mde, stats.mcnemar_min_discordant(options.alpha) / len(base))
+    mde = stats.detectable_effect(base, new, binary=counts is not None, clusters=clusters, alpha=options.alpha,
+                                  power=options.power)
     return MetricComparison(
         group=label, metric=metric, better="lower" if lower else "higher", n=len(base), base_mean=base_mean,
         new_mean=new_mean, delta=new_mean - base_mean, ci_low=lo, ci_high=hi, test=test, p_value=p,

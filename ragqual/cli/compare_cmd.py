@@ -39,6 +39,7 @@ from ragqual.app.comparison import (
 from ragqual.app.gates import incomplete_sources
 from ragqual.cli.context import AppContext
 from ragqual.cli.output import (
+    DIGITS,
     check_output,
     emit_document,
     emit_page,
@@ -115,10 +116,16 @@ def verdict_line(comparison: Comparison) -> str:
     if not rows:
         return "NOTHING COMPARED"
     shown = by[INCONCLUSIVE][:3]
-    sizes = ", ".join(f">= {r.mde:.2f} ({r.metric}, n={r.n})" for r in shown)
+    sizes = ", ".join(_detectable(r) for r in shown)
     more = f" and {len(by[INCONCLUSIVE]) - len(shown)} more" if len(by[INCONCLUSIVE]) > len(shown) else ""
     return (f"INCONCLUSIVE, no regression shown: {len(by[INCONCLUSIVE])} metric(s) can neither be called changed "
             f"nor equivalent within +-{opts.tolerance}; this comparison can only see changes {sizes}{more}")
+
+
+def _detectable(row: MetricComparison) -> str:
+    if row.mde is None:
+        return f"of unknown size ({row.metric}, n={row.n}: no MDE, the paired differences have no spread)"
+    return f">= {row.mde:.2f} ({row.metric}, n={row.n})"
 
 
 # -- tables ----------------------------------------------------------------------------------------
@@ -130,6 +137,8 @@ def metrics_frame(rows: list[MetricComparison], with_tag: bool = False) -> pd.Da
     frame = frame.assign(gate=frame.pop("regressed").map(lambda r: "FAIL" if r else "ok"))
     for column in ("b", "c"):
         frame[column] = frame[column].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
+    if frame["mde"].isna().any():  # no MDE (no spread in the paired differences) reads `-`
+        frame["mde"] = frame["mde"].map(lambda v: "-" if v is None or pd.isna(v) else round(float(v), DIGITS))
     return frame
 
 

@@ -161,6 +161,33 @@ def test_statistics_against_a_hand_computed_case():
     assert (ndcg.p_adjusted, mrr.p_adjusted) == (0.25, 0.25)
 
 
+def test_a_graded_metric_without_spread_reports_no_mde_and_says_so():
+    # mrr identical on all 12 questions; ndcg@10 up by exactly 0.25 on each: neither has a paired
+    # variance to compute an MDE from. hit@5 (binary) keeps the McNemar floor 6/12.
+    base = _summary({f"q{i}": {"mrr": 0.5, "ndcg@10": 0.25, "hit@5": 1.0} for i in range(12)})
+    new = _summary({f"q{i}": {"mrr": 0.5, "ndcg@10": 0.5, "hit@5": 1.0} for i in range(12)})
+    rows = {r.metric: r for r in compare_summaries(base, new, metrics=("mrr", "ndcg@10", "hit@5")).rows}
+    assert (rows["mrr"].mde, rows["mrr"].verdict) == (None, "equivalent")
+    assert (rows["ndcg@10"].mde, rows["ndcg@10"].verdict) == (None, "improvement")
+    assert rows["hit@5"].mde == 0.5
+    from ragqual.cli.compare_cmd import metrics_frame
+
+    shown = metrics_frame([rows["mrr"], rows["hit@5"]]).set_index("metric")["mde"]
+    assert (shown["mrr"], shown["hit@5"]) == ("-", 0.5)
+
+
+def test_an_inconclusive_metric_without_spread_says_it_has_no_mde():
+    # Two questions, each up by exactly 0.5: the sign-flip p is 2/4 whatever the size, so nothing is
+    # decided, and there is no spread to give a detectable size from.
+    base = _summary({"q0": {"mrr": 0.0}, "q1": {"mrr": 0.5}})
+    new = _summary({"q0": {"mrr": 0.5}, "q1": {"mrr": 1.0}})
+    comparison = compare_summaries(base, new, metrics=("mrr",))
+    from ragqual.cli.compare_cmd import verdict_line
+
+    assert comparison.rows[0].verdict == "inconclusive" and comparison.rows[0].mde is None
+    assert "mrr, n=2: no MDE, the paired differences have no spread" in verdict_line(comparison)
+
+
 def test_statistics_are_seeded_and_independent_of_the_other_metrics():
     rng = np.random.default_rng(11)
     base = _summary({f"q{i}": {"mrr": float(a), "map@10": float(b)} for i, (a, b) in enumerate(rng.random((40, 2)))})
