@@ -147,7 +147,7 @@ class Comparison:
 # -- loading ---------------------------------------------------------------------------------------
 
 def is_baseline_file(spec: str) -> bool:
-    return Path(spec).is_file() or Path(spec.rpartition(":")[0]).is_file()
+    return parse_side(spec).is_file
 
 
 @dataclass(frozen=True)
@@ -161,15 +161,17 @@ class Side:
 
 
 def parse_side(spec: str) -> Side:
+    """A group label may itself hold colons (`llamacpp:gemma3-270m/e2e`): after a run id (digits)
+    the group is everything past the first colon; after a file, everything past the file's path."""
     if Path(spec).is_file():
         return Side(spec, None, True)
-    head, sep, tail = spec.rpartition(":")
-    if sep and Path(head).is_file():
-        return Side(head, tail or None, True)
-    target, group = (head, tail or None) if sep else (spec, None)
+    for cut in (i for i, ch in enumerate(spec) if ch == ":"):
+        if Path(spec[:cut]).is_file():
+            return Side(spec[:cut], spec[cut + 1:] or None, True)
+    target, _, group = spec.partition(":")
     if not target.isdigit():
         raise InputError(f"{spec!r} is neither a run id nor an existing baseline file (either may end in :GROUP)")
-    return Side(target, group, False)
+    return Side(target, group or None, False)
 
 
 def load_side(spec: str, open_store: Callable[[], RunStore], scorer_name: str = SCORER_NAME,

@@ -11,6 +11,7 @@ import pytest
 
 from ragqual.app.comparison import Options, compare, metric_rng
 from ragqual.core.stats import paired_bootstrap_ci
+from ragqual.errors import InputError
 from ragqual.store.runstore import RunStore
 from ragqual.store.summaries import GroupSummary, Summary, summarise_run
 from tests.cli.conftest import ragqual
@@ -186,6 +187,22 @@ def test_an_inconclusive_metric_without_spread_says_it_has_no_mde():
 
     assert comparison.rows[0].verdict == "inconclusive" and comparison.rows[0].mde is None
     assert "mrr, n=2: no MDE, the paired differences have no spread" in verdict_line(comparison)
+
+
+def test_a_side_names_a_group_whose_label_holds_colons(tmp_path):
+    # A real model's groups are `llamacpp:gemma3-270m/e2e`, `openai:http://host:8080/v1#m/e2e`: a run id
+    # is digits, so the group is everything after its first colon; a file's, after the file's path.
+    from ragqual.app.comparison import Side, parse_side
+
+    assert parse_side("12:llamacpp:gemma3-270m/e2e") == Side("12", "llamacpp:gemma3-270m/e2e", False)
+    assert parse_side("3:openai:http://h:8080/v1#m/e2e") == Side("3", "openai:http://h:8080/v1#m/e2e", False)
+    assert parse_side("12:mock/e2e") == Side("12", "mock/e2e", False) and parse_side("12") == Side("12", None, False)
+    path = tmp_path / "a:b.json"
+    path.write_text("{}")
+    assert parse_side(f"{path}:llamacpp:x/e2e") == Side(str(path), "llamacpp:x/e2e", True)
+    assert parse_side(str(path)) == Side(str(path), None, True)
+    with pytest.raises(InputError):
+        parse_side("mock:e2e")
 
 
 def test_statistics_are_seeded_and_independent_of_the_other_metrics():
