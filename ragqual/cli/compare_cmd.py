@@ -138,7 +138,7 @@ def metrics_frame(rows: list[MetricComparison], with_tag: bool = False) -> pd.Da
     for column in ("b", "c"):
         frame[column] = frame[column].map(lambda v: "" if v is None or pd.isna(v) else str(int(v)))
     if frame["mde"].isna().any():  # no MDE (no spread in the paired differences) reads `-`
-        frame["mde"] = frame["mde"].map(lambda v: "-" if v is None or pd.isna(v) else round(float(v), DIGITS))
+        frame["mde"] = frame["mde"].map(lambda v: "-" if v is None or pd.isna(v) else f"{v:.{DIGITS}f}")
     return frame
 
 

@@ -174,7 +174,7 @@ def test_a_graded_metric_without_spread_reports_no_mde_and_says_so():
     from ragqual.cli.compare_cmd import metrics_frame
 
     shown = metrics_frame([rows["mrr"], rows["hit@5"]]).set_index("metric")["mde"]
-    assert (shown["mrr"], shown["hit@5"]) == ("-", 0.5)
+    assert (shown["mrr"], shown["hit@5"]) == ("-", "0.5000")
 
 
 def test_an_inconclusive_metric_without_spread_says_it_has_no_mde():
