@@ -171,10 +171,15 @@ def test_a_graded_metric_without_spread_reports_no_mde_and_says_so():
     assert (rows["mrr"].mde, rows["mrr"].verdict) == (None, "equivalent")
     assert (rows["ndcg@10"].mde, rows["ndcg@10"].verdict) == (None, "improvement")
     assert rows["hit@5"].mde == 0.5
-    from ragqual.cli.compare_cmd import metrics_frame
 
-    shown = metrics_frame([rows["mrr"], rows["hit@5"]]).set_index("metric")["mde"]
-    assert (shown["mrr"], shown["hit@5"]) == ("-", "0.5000")
+
+def test_a_missing_mde_is_shown_as_a_dash_and_null(head_db, store, capsys):
+    run = dense({f"q{i}": {"mrr": 0.5, "hit@5": 1.0} for i in range(12)}, store)
+    code, out, _ = ragqual(head_db, ["compare", str(run), str(run), "--metric", "mrr", "--metric", "hit@5"], capsys)
+    cells = {line.split()[1]: line.split() for line in out.splitlines() if line.startswith("dense ")}
+    assert code == 0 and cells["mrr"][11:13] == ["-", "equivalent"] and cells["hit@5"][11] != "-"
+    code, out, _ = ragqual(head_db, ["--json", "compare", str(run), str(run), "--metric", "mrr"], capsys)
+    assert rows_of(out)[("dense", "mrr")]["mde"] is None
 
 
 def test_an_inconclusive_metric_without_spread_says_it_has_no_mde():
