@@ -11,7 +11,8 @@ out and counted. For each metric of each group present on both sides:
   get the sign-flip test with one sign per cluster and the cluster bootstrap, and the standard
   error is the cluster-robust one;
 * the minimum detectable effect at `power` and `alpha` from the observed paired variance and n
-  (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05);
+  (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05;
+  None for a graded metric whose paired differences have no spread: `stats.detectable_effect`);
 * intervals at confidence 1 - alpha.
 
 Holm adjusts the p-values over the gate family (every metric x group compared); the verdict is
@@ -79,7 +80,7 @@ class MetricComparison:
     test: str  # "mcnemar-exact", "randomization", "cluster-randomization"
     p_value: float
     p_adjusted: float
-    mde: float
+    mde: float | None  # None: no spread in the paired differences (see stats.detectable_effect)
     verdict: str
     b: int | None  # binary metrics: questions 1 -> 0
     c: int | None  # binary metrics: questions 0 -> 1
@@ -135,7 +136,7 @@ class Comparison:
 # -- loading ---------------------------------------------------------------------------------------
 
 def is_baseline_file(spec: str) -> bool:
-    return Path(spec).is_file() or Path(spec.rpartition(":")[0]).is_file()
+    return parse_side(spec).is_file
 
 
 @dataclass(frozen=True)
@@ -149,15 +150,17 @@ class Side:
 
 
 def parse_side(spec: str) -> Side:
+    """A group label may itself hold colons (`llamacpp:gemma3-270m/e2e`): after a run id (digits)
+    the group is everything past the first colon; after a file, everything past the file's path."""
     if Path(spec).is_file():
         return Side(spec, None, True)
-    head, sep, tail = spec.rpartition(":")
-    if sep and Path(head).is_file():
-        return Side(head, tail or None, True)
-    target, group = (head, tail or None) if sep else (spec, None)
+    for cut in (i for i, ch in enumerate(spec) if ch == ":"):
+        if Path(spec[:cut]).is_file():
+            return Side(spec[:cut], spec[cut + 1:] or None, True)
+    target, _, group = spec.partition(":")
     if not target.isdigit():
         raise InputError(f"{spec!r} is neither a run id nor an existing baseline file (either may end in :GROUP)")
-    return Side(target, group, False)
+    return Side(target, group or None, False)
 
 
 def load_side(spec: str, open_store: Callable[[], RunStore], scorer_name: str = SCORER_NAME,
@@ -347,9 +350,8 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
     if lower:
         wins, losses = losses, wins
     base_mean, new_mean = math.fsum(base) / len(base), math.fsum(new) / len(new)
-    mde = stats.minimum_detectable_effect(stats.standard_error(base, new, clusters), options.alpha, options.power)
-    if counts is not None:  # fewer discordant questions than this can never reach significance
-        mde = max(mde, stats.mcnemar_min_discordant(options.alpha) / len(base))
+    mde = stats.detectable_effect(base, new, binary=counts is not None, clusters=clusters, alpha=options.alpha,
+                                  power=options.power)
     return MetricComparison(
         group=label, metric=metric, better="lower" if lower else "higher", n=len(base), base_mean=base_mean,
         new_mean=new_mean, delta=new_mean - base_mean, ci_low=lo, ci_high=hi, test=test, p_value=p,

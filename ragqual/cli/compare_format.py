@@ -78,10 +78,16 @@ def verdict_line(comparison: Comparison) -> str:
     if not rows:
         return "NOTHING COMPARED"
     shown = by[INCONCLUSIVE][:3]
-    sizes = ", ".join(f">= {fmt_rate(r.mde)} ({r.metric}, n={r.n})" for r in shown)
+    sizes = ", ".join(_detectable(r) for r in shown)
     more = f" and {len(by[INCONCLUSIVE]) - len(shown)} more" if len(by[INCONCLUSIVE]) > len(shown) else ""
     return (f"INCONCLUSIVE, no regression shown: {len(by[INCONCLUSIVE])} metric(s) can neither be called changed "
             f"nor equivalent within +-{opts.tolerance}; this comparison can only see changes {sizes}{more}")
+
+
+def _detectable(row: MetricComparison) -> str:
+    if row.mde is None:
+        return f"of unknown size ({row.metric}, n={row.n}: no MDE, the paired differences have no spread)"
+    return f">= {fmt_rate(row.mde)} ({row.metric}, n={row.n})"
 
 
 # -- tables ----------------------------------------------------------------------------------------

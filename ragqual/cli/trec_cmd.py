@@ -2,8 +2,9 @@
 
 It follows trec_eval 10.0, refusals and exit codes included: a judged topic missing from the
 run without -c (exit 4; `--missing skip` for 9.x), a document retrieved or judged twice in a
-topic it scores (exit 4), no topic scored at all (exit 7). Everything is checked before the
-first line is printed.
+topic it scores (exit 4), no topic scored at all (exit 7). Like trec_eval, which scores the
+qrels topics one by one, -q prints the lines of the topics scored before the one refused; the
+summary is never printed after a refusal.
 """
 
 from __future__ import annotations
@@ -51,8 +52,14 @@ def trec_eval_cmd(qrels: Path, run: Path, measures: tuple[str, ...], per_query: 
     judged, judged_again = trec.read_qrels(_read(qrels), str(qrels))
     ranked, copies = trec.read_run(run_text, str(run))
     names = trec.expand_measures(list(measures) or list(DEFAULT_MEASURES))
-    trec.check_like_trec_eval(judged, ranked, judged_again, copies, complete=complete, max_docs=max_docs,
-                              missing=missing)
+    scored, refusal = trec.plan_like_trec_eval(judged, ranked, judged_again, copies, complete=complete,
+                                               max_docs=max_docs, missing=missing)
+    if refusal is not None:
+        if per_query and scored:
+            before = metrics.evaluate({q: judged[q] for q in scored}, ranked, names, relevance_level=level,
+                                      max_docs=max_docs, complete=complete)
+            click.echo(trec.format_per_query(before, names, precision), nl=False)
+        raise refusal
     results = metrics.evaluate(judged, ranked, names, relevance_level=level, max_docs=max_docs, complete=complete)
     means = trec.summary_scores(results, judged, complete=complete)
     click.echo(trec.format_trec_eval(results, means, names, per_query, run_id=trec.parse_run_tag(run_text),

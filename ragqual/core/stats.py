@@ -340,3 +340,36 @@ def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8
     if not (se >= 0 and math.isfinite(se)):
         raise InputError(f"standard error must be a non-negative number, got {se!r}")
     return (normal_quantile(1 - alpha / 2) + normal_quantile(power)) * se
+
+
+# Relative size below which a standard error is float noise around zero (the std of n equal
+# differences is ~1e-17 of their size, not 0).
+_NO_SPREAD = 1e-12
+
+
+def detectable_effect(
+    base: Sequence[float], new: Sequence[float], *, binary: bool, clusters: Sequence[int] | None = None,
+    alpha: float = 0.05, power: float = 0.8,
+) -> float | None:
+    """The minimum detectable effect of a paired comparison, or None when there is none to state.
+
+    The rule, for the unit the tests resample (questions, or clusters with `clusters`):
+
+    * From the observed paired variance: `minimum_detectable_effect(standard_error(...))`.
+    * A graded metric whose paired differences have no spread (standard error 0: every pair
+      identical, every question moved by the same amount, a single question or cluster, or cluster
+      means all equal) has no MDE: None, shown as `-`. The normal approximation would give 0,
+      claiming any change visible, while the data hold no estimate of how much a real change would
+      vary from question to question. Such a metric is still judged: identical pairs give the
+      interval [0, 0] and so `equivalent`; a uniform move is judged by its p-value and interval.
+    * A binary metric (exact McNemar) is never below k / n, where k is the fewest questions that
+      must all flip one way for the test to reach `alpha` (6 at 0.05) and 1 / n the step the metric
+      moves in: a smaller change can never be significant. This floor holds without spread too.
+    """
+    se = standard_error(base, new, clusters)
+    scale = max(1.0, float(np.max(np.abs(paired_differences(base, new)))))
+    mde = minimum_detectable_effect(se, alpha, power) if se > _NO_SPREAD * scale else None
+    if not binary:
+        return mde
+    floor = mcnemar_min_discordant(alpha) / len(base)
+    return floor if mde is None else max(mde, floor)

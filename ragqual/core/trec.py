@@ -238,6 +238,12 @@ def _report_line(name: str, qid: str, value: float, precision: int = 4) -> str:
     return f"{name:<22}\t{qid}\t{shown}\n"
 
 
+def format_per_query(results: Mapping[str, Mapping[str, float]], measures: Sequence[str], precision: int = 4) -> str:
+    """trec_eval -q's per-query lines: each query's measures (num_q aside), queries in byte order."""
+    return "".join(_report_line(m, qid, results[qid][m], precision)
+                   for qid in sorted(results) for m in measures if m != "num_q")
+
+
 def format_trec_eval(
     results: Mapping[str, Mapping[str, float]],
     means: Mapping[str, float],
@@ -254,10 +260,7 @@ def format_trec_eval(
     With `per_query` (trec_eval -q) each query's lines come first, in byte order, without
     num_q; the summary follows, opened by a `runid` line when `run_id` is given.
     """
-    out: list[str] = []
-    if per_query:
-        for qid in sorted(results):
-            out.extend(_report_line(m, qid, results[qid][m], precision) for m in measures if m != "num_q")
+    out = [format_per_query(results, measures, precision)] if per_query else []
     if run_id is not None:
         out.append(f"{'runid':<22}\tall\t{run_id}\n")
     out.extend(_report_line(m, "all", means[m], precision) for m in measures)
@@ -288,6 +291,68 @@ def _ranked_copies(docs: Mapping[str, float], copies: Sequence[tuple[str, float,
     return [doc for doc, _ in entries]
 
 
+def plan_like_trec_eval(
+    qrels: Qrels,
+    run: Run,
+    judged_again: Mapping[str, Sequence[tuple[str, int]]],
+    run_copies: Mapping[str, Sequence[tuple[str, float, int]]],
+    *,
+    complete: bool = False,
+    max_docs: int | None = None,
+    missing: str = MISSING_REFUSE,
+) -> tuple[list[str], TrecEvalRefused | None]:
+    """The qrels topics trec_eval 10.0 scores, in its order, and the refusal that stops it
+    (None when it runs to the end).
+
+    trec_eval goes through the qrels topics in byte order, scoring each (and with -q printing its
+    lines) before it looks at the next, so the topics before a refusal are scored and printed.
+    A topic absent from the run is scored as an empty ranking with -c; without it, 10.0 stops
+    (exit 4; `missing="skip"` gives 9.x's behaviour of skipping it). For a topic it scores, a
+    document retrieved twice within the top `max_docs` (-M) of the ranking, or judged twice,
+    stops it (exit 4); duplicates anywhere else are ignored. No topic scored at all: exit 7.
+    """
+    if missing not in (MISSING_REFUSE, MISSING_SKIP):
+        raise InputError(f"missing must be {MISSING_REFUSE!r} or {MISSING_SKIP!r}, got {missing!r}")
+    scored: list[str] = []
+    for qid in sorted(qrels):
+        if qid not in run and not complete and missing == MISSING_SKIP:
+            continue
+        refusal = _topic_refusal(qid, run, judged_again, run_copies, complete=complete, max_docs=max_docs)
+        if refusal is not None:
+            return scored, refusal
+        scored.append(qid)
+    if not scored:
+        return scored, TrecEvalRefused("trec_eval: No queries with both results and relevance info", 7)
+    return scored, None
+
+
+def _topic_refusal(
+    qid: str,
+    run: Run,
+    judged_again: Mapping[str, Sequence[tuple[str, int]]],
+    run_copies: Mapping[str, Sequence[tuple[str, float, int]]],
+    *,
+    complete: bool,
+    max_docs: int | None,
+) -> TrecEvalRefused | None:
+    """Why trec_eval 10.0 stops at this qrels topic, or None when it scores it."""
+    if qid not in run and not complete:
+        return TrecEvalRefused(
+            f"trec_eval: result qid '{qid}' not found in qrels (trec_eval 10.0 stops when a judged "
+            "topic has no results; -c scores it as an empty ranking, --missing skip skips it as 9.x did)", 4)
+    top = _ranked_copies(run.get(qid, {}), run_copies.get(qid, ()))[:max_docs]
+    twice = sorted({d for d in top if top.count(d) > 1}) if run_copies.get(qid) else []
+    if twice:
+        return TrecEvalRefused(
+            f"trec_eval.form_res_qrels: duplicate docs {twice[0]} (topic {qid}: retrieved twice "
+            f"within the {len(top)} ranked documents that count)", 4)
+    if judged_again.get(qid):
+        doc, line = judged_again[qid][0]
+        return TrecEvalRefused(f"trec_eval.form_res_rels: duplicate docs {doc} (topic {qid}, "
+                               f"judged again on qrels line {line})", 4)
+    return None
+
+
 def check_like_trec_eval(
     qrels: Qrels,
     run: Run,
@@ -298,37 +363,11 @@ def check_like_trec_eval(
     max_docs: int | None = None,
     missing: str = MISSING_REFUSE,
 ) -> None:
-    """Refuse what trec_eval 10.0 refuses, with its exit code, before anything is printed.
-
-    trec_eval goes through the qrels topics in byte order. A topic absent from the run is
-    scored as an empty ranking with -c; without it, 10.0 stops (exit 4; `missing="skip"` gives
-    9.x's behaviour of skipping it). For a topic it scores, a document retrieved twice within
-    the top `max_docs` (-M) of the ranking, or judged twice, stops it (exit 4); duplicates
-    anywhere else are ignored. No topic scored at all: exit 7.
-    """
-    if missing not in (MISSING_REFUSE, MISSING_SKIP):
-        raise InputError(f"missing must be {MISSING_REFUSE!r} or {MISSING_SKIP!r}, got {missing!r}")
-    scored = 0
-    for qid in sorted(qrels):
-        if qid not in run and not complete:
-            if missing == MISSING_SKIP:
-                continue
-            raise TrecEvalRefused(
-                f"trec_eval: result qid '{qid}' not found in qrels (trec_eval 10.0 stops when a judged "
-                "topic has no results; -c scores it as an empty ranking, --missing skip skips it as 9.x did)", 4)
-        top = _ranked_copies(run.get(qid, {}), run_copies.get(qid, ()))[:max_docs]
-        twice = sorted({d for d in top if top.count(d) > 1}) if run_copies.get(qid) else []
-        if twice:
-            raise TrecEvalRefused(
-                f"trec_eval.form_res_qrels: duplicate docs {twice[0]} (topic {qid}: retrieved twice "
-                f"within the {len(top)} ranked documents that count)", 4)
-        if judged_again.get(qid):
-            doc, line = judged_again[qid][0]
-            raise TrecEvalRefused(f"trec_eval.form_res_rels: duplicate docs {doc} (topic {qid}, "
-                                  f"judged again on qrels line {line})", 4)
-        scored += 1
-    if scored == 0:
-        raise TrecEvalRefused("trec_eval: No queries with both results and relevance info", 7)
+    """Raise the refusal of `plan_like_trec_eval`, if trec_eval 10.0 would stop at all."""
+    _, refusal = plan_like_trec_eval(qrels, run, judged_again, run_copies, complete=complete,
+                                     max_docs=max_docs, missing=missing)
+    if refusal is not None:
+        raise refusal
 
 
 def summary_scores(results: Mapping[str, Mapping[str, float]], qrels: Qrels, *, complete: bool = False

@@ -11,6 +11,7 @@ import pytest
 
 from ragqual.app.comparison import Options, compare, metric_rng
 from ragqual.core.stats import paired_bootstrap_ci
+from ragqual.errors import InputError
 from ragqual.store.runstore import RunStore
 from ragqual.store.summaries import GroupSummary, Summary, summarise_run
 from tests.cli.conftest import ragqual
@@ -159,6 +160,54 @@ def test_statistics_against_a_hand_computed_case():
     assert (ndcg.ci_low, ndcg.ci_high, ndcg.delta) == (0.5, 0.5, 0.5) and ndcg.p_value == 2 / 16
     # Holm over the family of two: min(1, 2 * 2/16) for the smaller, max(that, 1 * 0.25) for the other
     assert (ndcg.p_adjusted, mrr.p_adjusted) == (0.25, 0.25)
+
+
+def test_a_graded_metric_without_spread_reports_no_mde_and_says_so():
+    # mrr identical on all 12 questions; ndcg@10 up by exactly 0.25 on each: neither has a paired
+    # variance to compute an MDE from. hit@5 (binary) keeps the McNemar floor 6/12.
+    base = _summary({f"q{i}": {"mrr": 0.5, "ndcg@10": 0.25, "hit@5": 1.0} for i in range(12)})
+    new = _summary({f"q{i}": {"mrr": 0.5, "ndcg@10": 0.5, "hit@5": 1.0} for i in range(12)})
+    rows = {r.metric: r for r in compare_summaries(base, new, metrics=("mrr", "ndcg@10", "hit@5")).rows}
+    assert (rows["mrr"].mde, rows["mrr"].verdict) == (None, "equivalent")
+    assert (rows["ndcg@10"].mde, rows["ndcg@10"].verdict) == (None, "improvement")
+    assert rows["hit@5"].mde == 0.5
+
+
+def test_a_missing_mde_is_shown_as_a_dash_and_null(head_db, store, capsys):
+    run = dense({f"q{i}": {"mrr": 0.5, "hit@5": 1.0} for i in range(12)}, store)
+    code, out, _ = ragqual(head_db, ["compare", str(run), str(run), "--metric", "mrr", "--metric", "hit@5"], capsys)
+    cells = {line.split()[1]: line.split() for line in out.splitlines() if line.startswith("dense ")}
+    assert code == 0 and cells["mrr"][11:13] == ["-", "equivalent"] and cells["hit@5"][11] != "-"
+    code, out, _ = ragqual(head_db, ["--json", "compare", str(run), str(run), "--metric", "mrr"], capsys)
+    assert rows_of(out)[("dense", "mrr")]["mde"] is None
+
+
+def test_an_inconclusive_metric_without_spread_says_it_has_no_mde():
+    # Two questions, each up by exactly 0.5: the sign-flip p is 2/4 whatever the size, so nothing is
+    # decided, and there is no spread to give a detectable size from.
+    base = _summary({"q0": {"mrr": 0.0}, "q1": {"mrr": 0.5}})
+    new = _summary({"q0": {"mrr": 0.5}, "q1": {"mrr": 1.0}})
+    comparison = compare_summaries(base, new, metrics=("mrr",))
+    from ragqual.cli.compare_format import verdict_line
+
+    assert comparison.rows[0].verdict == "inconclusive" and comparison.rows[0].mde is None
+    assert "mrr, n=2: no MDE, the paired differences have no spread" in verdict_line(comparison)
+
+
+def test_a_side_names_a_group_whose_label_holds_colons(tmp_path):
+    # A real model's groups are `llamacpp:gemma3-270m/e2e`, `openai:http://host:8080/v1#m/e2e`: a run id
+    # is digits, so the group is everything after its first colon; a file's, after the file's path.
+    from ragqual.app.comparison import Side, parse_side
+
+    assert parse_side("12:llamacpp:gemma3-270m/e2e") == Side("12", "llamacpp:gemma3-270m/e2e", False)
+    assert parse_side("3:openai:http://h:8080/v1#m/e2e") == Side("3", "openai:http://h:8080/v1#m/e2e", False)
+    assert parse_side("12:mock/e2e") == Side("12", "mock/e2e", False) and parse_side("12") == Side("12", None, False)
+    path = tmp_path / "a:b.json"
+    path.write_text("{}")
+    assert parse_side(f"{path}:llamacpp:x/e2e") == Side(str(path), "llamacpp:x/e2e", True)
+    assert parse_side(str(path)) == Side(str(path), None, True)
+    with pytest.raises(InputError):
+        parse_side("mock:e2e")
 
 
 def test_statistics_are_seeded_and_independent_of_the_other_metrics():

@@ -39,6 +39,7 @@ def test_bad_run_file_names_file_and_line(tmp_path):
 
 import pytest  # noqa: E402
 
+from ragqual.core import trec  # noqa: E402
 from tests.cli.conftest import ragqual  # noqa: E402
 
 
@@ -68,6 +69,31 @@ def test_a_judged_topic_missing_from_the_run_is_refused_unless_c_or_skip():
     assert proc.returncode == 4 and proc.stdout == "" and "result qid '302' not found" in proc.stderr
     skipped = invoke(*trunc, "--missing", "skip")
     assert skipped.exit_code == 0 and "map                   \tall\t" in skipped.output
+
+
+def test_q_prints_the_topics_scored_before_a_missing_one_then_refuses(capsys, tmp_path):
+    # trec_eval 10.0 (trec_eval.c) scores the qrels topics in order and, with -q, prints each
+    # topic's lines as it goes; at 302, absent from results.trunc, it exits 4. So 301's lines are
+    # on stdout, no summary. -c does not change a scored topic's own values, so 301's lines are
+    # those NIST printed in out.test.aqc (`-m all_trec -q -c qrels.test results.trunc`).
+    args = ["trec-eval", str(DATA / "qrels.test"), str(DATA / "results.trunc"), "-m", "all_trec", "-q"]
+    code, out, err = ragqual(tmp_path / "x.db", args, capsys)
+    implemented = set(trec.expand_measures(["all_trec"]))
+    expected = [line for line in (DATA / "out.test.aqc").read_text().splitlines()
+                if line.split("\t")[1] == "301" and line.split("\t")[0].rstrip() in implemented]
+    assert code == 4 and err.count("\n") == 1 and "result qid '302' not found" in err
+    assert len(expected) > 40 and out.splitlines() == expected
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_q_prints_the_topics_scored_before_a_duplicate_then_refuses(tmp_path, capsys):
+    q, r = _files(tmp_path, "q1 0 d1 1\nq2 0 d1 1\n",
+                  "q1 Q0 d1 1 0.9 t\nq2 Q0 d1 1 0.9 t\nq2 Q0 d1 2 0.1 t\n")
+    code, out, err = ragqual(tmp_path / "x.db", ["trec-eval", q, r, "-m", "num_ret", "-m", "map", "-q"], capsys)
+    assert code == 4 and "duplicate docs d1 (topic q2" in err
+    assert out.splitlines() == ["num_ret               \tq1\t1", "map                   \tq1\t1.0000"]
+    code, out, _ = ragqual(tmp_path / "x.db", ["trec-eval", q, r, "-m", "map"], capsys)
+    assert (code, out) == (4, "")  # without -q trec_eval prints nothing before the summary
 
 
 def test_all_trec_with_c_prints_trec_evals_own_lines_in_its_order():

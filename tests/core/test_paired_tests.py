@@ -16,6 +16,7 @@ from ragqual.core.stats import (
     PairedCounts,
     cluster_bootstrap_ci,
     cluster_randomization_test,
+    detectable_effect,
     mcnemar_exact,
     mcnemar_min_discordant,
     minimum_detectable_effect,
@@ -162,6 +163,52 @@ def test_mde_is_the_effect_a_paired_z_test_detects_with_80_percent_power():
 def test_standard_error_is_sd_over_root_n():
     base, new = [0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.5, 0.5]
     assert standard_error(base, new) == pytest.approx(np.std([1, 0, 0.5, 0.5], ddof=1) / 2)
+
+
+def test_paired_differences_without_spread_have_no_mde():
+    # Every pair identical, every question moved by the same amount (0.1, with float noise), one
+    # question, one cluster, clusters whose means all equal the overall mean: the standard error
+    # is 0, and an MDE of 0 would claim any change visible. There is none to state.
+    base = [0.3, 0.5, 0.2, 0.7]
+    assert detectable_effect(base, base, binary=False) is None
+    assert detectable_effect(base, [0.4, 0.6, 0.3, 0.8], binary=False) is None
+    assert detectable_effect([0.5], [0.9], binary=False) is None
+    assert detectable_effect(base, [1.0, 0.0, 0.2, 0.7], binary=False, clusters=[0, 0, 0, 0]) is None
+    # clusters {+1, -1} and {0, 0}: each cluster's mean difference is the overall 0
+    assert detectable_effect([0.0, 1.0, 0.5, 0.5], [1.0, 0.0, 0.5, 0.5], binary=False, clusters=[0, 0, 1, 1]) is None
+
+
+def test_graded_mde_with_spread_is_the_normal_formula():
+    base, new = [0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.5, 0.5]
+    expected = (sp.norm.ppf(0.975) + sp.norm.ppf(0.8)) * np.std([1, 0, 0.5, 0.5], ddof=1) / 2
+    assert detectable_effect(base, new, binary=False) == pytest.approx(expected, rel=1e-9)
+    assert detectable_effect(base, new, binary=False, alpha=0.01, power=0.9) == pytest.approx(
+        (sp.norm.ppf(0.995) + sp.norm.ppf(0.9)) * np.std([1, 0, 0.5, 0.5], ddof=1) / 2, rel=1e-9)
+
+
+def test_binary_mde_is_never_below_the_fewest_flips_mcnemar_needs():
+    # 40 identical pass/fail pairs: no spread, but the exact test needs 6 questions flipping one way,
+    # so nothing below 6/40 can be seen (the metric moves in steps of 1/n).
+    same = [1.0] * 30 + [0.0] * 10
+    assert detectable_effect(same, same, binary=True) == 6 / 40
+    assert detectable_effect(same, same, binary=True, alpha=0.01) == mcnemar_min_discordant(0.01) / 40
+    noisy = [1.0] * 20 + [0.0] * 20
+    z = sp.norm.ppf(0.975) + sp.norm.ppf(0.8)
+    assert detectable_effect(same, noisy, binary=True) == pytest.approx(z * standard_error(same, noisy))
+
+
+graded = st.lists(st.tuples(st.sampled_from([0.0, 0.1, 0.25, 0.3, 0.5, 1.0]),
+                            st.sampled_from([0.0, 0.1, 0.2, 0.4, 0.5, 1.0])), min_size=1, max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(graded, st.booleans())
+def test_an_mde_is_never_zero_and_does_not_depend_on_which_side_is_base(pairs, binary):
+    base, new = [float(a > 0.3) if binary else a for a, _ in pairs], [float(b > 0.3) if binary else b for _, b in pairs]
+    forward, backward = detectable_effect(base, new, binary=binary), detectable_effect(new, base, binary=binary)
+    assert forward is None or forward > 1e-6
+    assert (forward is None) == (backward is None) and (forward is None or forward == pytest.approx(backward))
+    assert forward is not None or not binary
 
 
 # --- the seeded randomization test against scipy ------------------------------------------------

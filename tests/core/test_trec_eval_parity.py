@@ -162,6 +162,7 @@ def test_agrees_with_pytrec_eval_on_random_cases(seed, level):
 from ragqual.core.trec import (  # noqa: E402
     TrecEvalRefused,
     check_like_trec_eval,
+    plan_like_trec_eval,
     read_qrels,
     read_run,
     summary_scores,
@@ -190,6 +191,23 @@ def test_topics_are_checked_in_byte_order_and_only_scored_topics_refuse_duplicat
     with pytest.raises(TrecEvalRefused) as refused:
         check_like_trec_eval({"c": {"z": 1}}, run, {}, {}, missing="skip")
     assert refused.value.exit_code == 7
+
+
+def test_the_plan_names_the_topics_trec_eval_scores_before_it_stops():
+    # trec_eval 10.0 scores (and with -q prints) the qrels topics in byte order and stops at the
+    # first one it refuses: the topics before it are scored, the refused one and those after are not.
+    qrels, again = read_qrels("c 0 z 1\nb 0 x 1\na 0 y 1\n", "q")
+    run, copies = read_run("a Q0 y 1 1 t\nc Q0 z 1 1 t\n", "r")
+    topics, refusal = plan_like_trec_eval(qrels, run, again, copies)
+    assert topics == ["a"] and refusal is not None and refusal.exit_code == 4
+    assert "result qid 'b' not found" in str(refusal)
+    assert plan_like_trec_eval(qrels, run, again, copies, missing="skip") == (["a", "c"], None)
+    assert plan_like_trec_eval(qrels, run, again, copies, complete=True) == (["a", "b", "c"], None)
+    twice = {"c": [("z", 0.5, 3)]}
+    topics, refusal = plan_like_trec_eval(qrels, run, again, twice, complete=True)
+    assert topics == ["a", "b"] and refusal is not None and "duplicate docs z (topic c" in str(refusal)
+    topics, refusal = plan_like_trec_eval({"d": {"z": 1}}, run, {}, {}, missing="skip")
+    assert topics == [] and refusal is not None and refusal.exit_code == 7
 
 
 def test_summary_num_rel_under_c_counts_labels_above_zero():
