@@ -3,10 +3,12 @@ validate the corpus and goldens, read and manage the eval points in Qdrant."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import (
@@ -178,8 +180,11 @@ class MigrateOutcome:
 
 def migrate_to_edge(app: AppContext, opts: CorpusOptions) -> MigrateOutcome:
     """Copy the collection from a qdrant-client local-mode folder into the qdrant-edge store; the
-    old folder is left as it was."""
-    from ragqual.adapters.qdrant_edge_store import migrate_local_folder, open_edge
+    old folder is left as it was.
+
+    The copy is built in a staging folder beside the store and moved into place only once complete,
+    so a copy stopped part-way (disk full, Ctrl-C) leaves no qdrant-edge collection behind: the
+    project keeps using its local-mode store and `migrate` can simply be run again."""
     from ragqual.adapters.qdrant_store import open_qdrant
 
     settings = app.settings
@@ -189,16 +194,31 @@ def migrate_to_edge(app: AppContext, opts: CorpusOptions) -> MigrateOutcome:
         raise InputError(f"no qdrant-client local-mode folder at {source}: nothing to migrate")
     if (target / collection).exists():
         raise InputError(f"{target / collection} already exists: nothing was copied (remove it to migrate again)")
+    staging = target.parent / f".{target.name}.migrating"
     local = open_qdrant(source, None)
     try:
         if not local.collection_exists(collection):
             raise InputError(f"collection {collection!r} is not in {source}; name it with --collection")
-        edge = open_edge(target)
-        try:
-            copied = migrate_local_folder(local, edge, collection)
-        finally:
-            edge.close()
+        copied = _copy_through(staging, local, collection)
     finally:
         local.close()
+    target.mkdir(parents=True, exist_ok=True)
+    os.replace(staging / collection, target / collection)
+    shutil.rmtree(staging, ignore_errors=True)
     return MigrateOutcome(collection, source, target, copied)
 
+
+def _copy_through(staging: Path, local: Any, collection: str) -> int:
+    """Copy `collection` into a fresh qdrant-edge store at `staging`; on any failure remove it."""
+    from ragqual.adapters.qdrant_edge_store import migrate_local_folder, open_edge
+
+    shutil.rmtree(staging, ignore_errors=True)  # what an earlier stopped copy left
+    try:
+        edge = open_edge(staging)
+        try:
+            return migrate_local_folder(local, edge, collection)
+        finally:
+            edge.close()
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

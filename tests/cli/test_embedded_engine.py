@@ -66,3 +66,35 @@ def test_a_fresh_project_uses_qdrant_edge_and_a_bad_engine_name_is_refused(proje
     monkeypatch.setenv("RAGQUAL_EMBEDDED_ENGINE", "fast")
     code, _, err = run(["corpus", "status"], capsys)
     assert code == 2 and "RAGQUAL_EMBEDDED_ENGINE" in err
+
+
+def test_a_migration_that_fails_half_way_leaves_the_old_store_in_use(project, capsys, monkeypatch):
+    """A copy stopped part-way (here: after the first page of points) leaves no qdrant-edge folder
+    behind, so the project keeps using its local-mode store and a second `migrate` starts afresh."""
+    import ragqual.adapters.qdrant_edge_store as edge_store
+
+    monkeypatch.setenv("RAGQUAL_EMBEDDED_ENGINE", "local")
+    code, out, err = run(["--json", "corpus", "ingest"], capsys)
+    assert code == 0, err
+    monkeypatch.delenv("RAGQUAL_EMBEDDED_ENGINE")
+    real_upsert = edge_store.EdgeClient.upsert
+
+    def upsert_then_fail(self, name, points, **kw):
+        real_upsert(self, name, points, **kw)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(edge_store.EdgeClient, "upsert", upsert_then_fail)
+    code, _, err = run(["corpus", "migrate"], capsys)
+    assert code == 4, err  # a storage fault, in one line
+    results = project / "eval-results"
+    assert not (results / "qdrant-edge").exists()
+    assert [p.name for p in results.iterdir() if "edge" in p.name] == []
+    code, out, err = run(["--json", "corpus", "status"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["state"] == "up to date" and "qdrant-edge" not in json.loads(out)["store"]
+
+    monkeypatch.setattr(edge_store.EdgeClient, "upsert", real_upsert)
+    code, out, err = run(["--json", "corpus", "migrate"], capsys)
+    assert code == 0, err
+    code, out, err = run(["--json", "corpus", "status"], capsys)
+    assert json.loads(out)["state"] == "up to date" and "qdrant-edge" in json.loads(out)["store"]
