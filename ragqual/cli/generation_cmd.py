@@ -38,7 +38,7 @@ def generation_options(fn):
         click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens."),
         click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable)."),
         click.option("--case", "case_ids", multiple=True, help="Only this golden id (repeatable)."),
-        click.option("--split", type=click.Choice(["validation", "test"]), default=None),
+        click.option("--split", metavar="NAME", default=None, help="Only goldens of this split (validation, test, or a collection's qrels split)."),
         click.option("--ollama-host", default=None, metavar="URL", help="Ollama server (default OLLAMA_HOST or http://127.0.0.1:11434)."),
         click.option("--temperature", type=float, default=DEFAULTS.temperature, show_default=True),
         click.option("--seed", type=int, default=DEFAULTS.seed, show_default=True),

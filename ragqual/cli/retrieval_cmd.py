@@ -41,7 +41,7 @@ def _delta(value: float | None, base: float | None) -> float | None:
 @click.option("--ablate", is_flag=True, help="Run each pipeline stage on/off side by side with deltas.")
 @click.option("--threshold", type=float, default=None, help="Dense similarity cut-off for what reaches the context.")
 @click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable).")
-@click.option("--split", type=click.Choice(["validation", "test"]), default=None, help="Only goldens of this split.")
+@click.option("--split", metavar="NAME", default=None, help="Only goldens of this split: validation, test, or a BEIR collection's qrels split (dev, train...).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
 @click.option("--candidate-k", type=click.IntRange(min=1), default=None, help="Candidates each retriever returns [default: 20; 1000 on a BEIR/TREC collection].")
 @click.option("--context-k", type=click.IntRange(min=1), default=5, show_default=True, help="Chunks that reach the context.")

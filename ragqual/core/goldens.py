@@ -472,8 +472,10 @@ def _check_selectors(
     split: str | None,
     limit: int | None,
 ) -> None:
-    if split is not None and split not in SPLITS:
-        raise InputError(f"unknown split {split!r}: choose 'validation' or 'test'")
+    known_splits = sorted({g.split for g in goldens if g.split})
+    if split is not None and split not in known_splits:
+        shown = ", ".join(known_splits) or "none (the goldens have no `split` field)"
+        raise InputError(f"no golden has split {split!r}; splits present: {shown}")
     if limit is not None and limit < 1:
         raise InputError(f"limit must be at least 1, got {limit}")
     known_tags = {t for g in goldens for t in g.tags}

@@ -140,3 +140,15 @@ def test_distractors_run_side_by_side_and_only_push_relevant_documents_down(work
     code, stdout, err = _main(capsys, "retrieval", "--strategy", "dense", "--distractors", str(folder))
     assert code == 0, err
     assert "dense without" in stdout and "dense with" in stdout and "Δ dense" in stdout
+
+
+def test_split_selects_a_beir_collections_own_split_and_names_them_when_unknown(workdir, tmp_path, capsys):
+    collection = make_beir(tmp_path / "beir")
+    code, stdout, err = _main(capsys, "--json", "retrieval", "--corpus", str(collection), "--goldens", str(collection),
+                              "--strategy", "bm25", "--split", "dev")
+    assert code == 0, err
+    overall = json.loads(stdout)["quality"]["bm25"]
+    assert set(overall["byTag"]) == {"dev"}
+    code, _, err = _main(capsys, "retrieval", "--corpus", str(collection), "--goldens", str(collection),
+                         "--strategy", "bm25", "--split", "validation")
+    assert code == 2 and "no golden has split 'validation'; splits present: dev, test" in err

@@ -311,3 +311,15 @@ def test_missing_split_warning_names_the_field_and_the_lines() -> None:
     assert warning.startswith("1 of 3 questions have no `split` field") and "ragqual sweep" in warning
     assert f"{FILE}:2" in warning
     assert missing_split_warning([g for g in parsed if g.split]) is None
+
+
+def test_select_by_a_split_no_golden_has_names_the_splits_present(three: list[Golden]) -> None:
+    with pytest.raises(InputError, match=r"no golden has split 'dev'; splits present: test, validation"):
+        select(three, split="dev")
+
+
+def test_select_by_split_accepts_any_split_a_collection_brings(three: list[Golden]) -> None:
+    from dataclasses import replace
+
+    dev = replace(three[2], split="dev")  # a BEIR collection's split is its qrels file's name
+    assert [g.id for g in select([three[0], dev], split="dev")] == ["g3"]
