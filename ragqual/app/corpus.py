@@ -71,6 +71,7 @@ class CorpusOptions:
     chars_per_token: float | None = None
     doc_prefix: str | None = None
     query_prefix: str | None = None
+    topic_field: str | None = None  # of TREC topics: which field is the question (title by default)
 
 
 @dataclass
@@ -268,7 +269,7 @@ def load_corpus_context(
     layout = RAGQUAL
     engine = embedded_engine(settings)
     if with_goldens or with_corpus:
-        loaded = read_any(corpus_dir, goldens_dir if with_goldens else None)
+        loaded = read_any(corpus_dir, goldens_dir if with_goldens else None, topic_field=opts.topic_field or "title")
         documents, goldens, layout = loaded.documents, loaded.goldens, loaded.goldens_layout
     return CorpusContext(
         app=app,

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from ragqual.app.corpus import CorpusOptions
+from ragqual.core.collections import TOPIC_FIELDS
 
 _OPTIONS = (
     click.option("--corpus", metavar="DIR", help="Corpus folder of *.md documents [default: ./corpus or [tool.ragqual] corpus]."),
@@ -29,6 +30,8 @@ _OPTIONS = (
     click.option("--chars-per-token", type=click.FloatRange(min=0, min_open=True), help="Characters per estimated token [default: 4]."),
     click.option("--doc-prefix", metavar="TEXT", help="Prefix of embedded chunk texts, e.g. 'search_document: '."),
     click.option("--query-prefix", metavar="TEXT", help="Prefix of embedded queries, e.g. 'search_query: '."),
+    click.option("--topic-field", type=click.Choice(TOPIC_FIELDS),
+                 help="TREC topics: the field that is the question (title, desc or narr) [default: title]."),
 )
 _NAMES = tuple(f.name for f in fields(CorpusOptions))
 

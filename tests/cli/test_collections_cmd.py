@@ -152,3 +152,21 @@ def test_split_selects_a_beir_collections_own_split_and_names_them_when_unknown(
     code, _, err = _main(capsys, "retrieval", "--corpus", str(collection), "--goldens", str(collection),
                          "--strategy", "bm25", "--split", "validation")
     assert code == 2 and "no golden has split 'validation'; splits present: dev, test" in err
+
+
+def test_topic_field_chooses_which_part_of_a_trec_topic_is_the_question(workdir, tmp_path, capsys):
+    root = tmp_path / "trec-desc"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "part1").write_text("<DOC>\n<DOCNO>10</DOCNO>\nboiling water at altitude\n</DOC>\n"
+                                         "<DOC>\n<DOCNO>11</DOCNO>\npressure canning jars\n</DOC>\n")
+    (root / "topics.txt").write_text("<top>\n<num> Number: 1\n<title> zebra\n<desc> Description:\nboiling water\n</top>\n")
+    (root / "qrels.txt").write_text("1 0 10 1\n")
+
+    def mrr(*extra: str) -> float:
+        code, stdout, err = _main(capsys, "--json", "retrieval", "--corpus", str(root), "--goldens", str(root),
+                                  "--strategy", "bm25", *extra)
+        assert code == 0, err
+        return json.loads(stdout)["quality"]["bm25"]["overall"]["mrr"]
+
+    assert mrr() == 0.0  # the title alone names nothing in the corpus
+    assert mrr("--topic-field", "desc") == 1.0
