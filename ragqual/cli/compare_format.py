@@ -14,6 +14,7 @@ import pandas as pd
 from ragqual.app.comparison import Comparison, MetricComparison
 from ragqual.cli.output import emit_document, emit_page, markdown_table
 from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
+from ragqual.core.stats import too_few_to_detect
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
 from ragqual.store.summaries import Summary
 
@@ -86,7 +87,10 @@ def verdict_line(comparison: Comparison) -> str:
 
 def _detectable(row: MetricComparison) -> str:
     if row.mde is None:
-        return f"of unknown size ({row.metric}, n={row.n}: no MDE, the paired differences have no spread)"
+        units = row.clusters or row.n
+        why = ("too few questions or clusters for any change to be significant" if too_few_to_detect(units)
+               else "the paired differences have no spread")
+        return f"of unknown size ({row.metric}, n={row.n}: no MDE, {why})"
     return f">= {fmt_rate(row.mde)} ({row.metric}, n={row.n})"
 
 

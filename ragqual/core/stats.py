@@ -347,6 +347,12 @@ def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8
 _NO_SPREAD = 1e-12
 
 
+def too_few_to_detect(units: int, alpha: float = 0.05) -> bool:
+    """True when a two-sided sign-flip test over `units` paired units can never reach `alpha`:
+    its smallest p-value, every unit moving the same way, is 2 / 2**units."""
+    return units < 1 or 2.0 ** (1 - units) > alpha
+
+
 def detectable_effect(
     base: Sequence[float], new: Sequence[float], *, binary: bool, clusters: Sequence[int] | None = None,
     alpha: float = 0.05, power: float = 0.8,
@@ -362,10 +368,15 @@ def detectable_effect(
       claiming any change visible, while the data hold no estimate of how much a real change would
       vary from question to question. Such a metric is still judged: identical pairs give the
       interval [0, 0] and so `equivalent`; a uniform move is judged by its p-value and interval.
+    * A graded metric compared over too few units for the sign-flip test to ever reach `alpha`
+      has no MDE either (None): with m questions (or clusters) its smallest two-sided p-value is
+      2 / 2**m, above 0.05 for m <= 5, so no change of any size can be called significant.
     * A binary metric (exact McNemar) is never below k / n, where k is the fewest questions that
       must all flip one way for the test to reach `alpha` (6 at 0.05) and 1 / n the step the metric
       moves in: a smaller change can never be significant. This floor holds without spread too.
     """
+    if not binary and too_few_to_detect(len(set(clusters)) if clusters is not None else len(base), alpha):
+        return None
     se = standard_error(base, new, clusters)
     scale = max(1.0, float(np.max(np.abs(paired_differences(base, new)))))
     mde = minimum_detectable_effect(se, alpha, power) if se > _NO_SPREAD * scale else None

@@ -182,16 +182,16 @@ def test_a_missing_mde_is_shown_as_a_dash_and_null(head_db, store, capsys):
     assert rows_of(out)[("dense", "mrr")]["mde"] is None
 
 
-def test_an_inconclusive_metric_without_spread_says_it_has_no_mde():
+def test_an_inconclusive_metric_over_too_few_questions_says_it_has_no_mde():
     # Two questions, each up by exactly 0.5: the sign-flip p is 2/4 whatever the size, so nothing is
-    # decided, and there is no spread to give a detectable size from.
+    # decided, and no change over two questions could ever be: there is no detectable size to give.
     base = _summary({"q0": {"mrr": 0.0}, "q1": {"mrr": 0.5}})
     new = _summary({"q0": {"mrr": 0.5}, "q1": {"mrr": 1.0}})
     comparison = compare_summaries(base, new, metrics=("mrr",))
     from ragqual.cli.compare_format import verdict_line
 
     assert comparison.rows[0].verdict == "inconclusive" and comparison.rows[0].mde is None
-    assert "mrr, n=2: no MDE, the paired differences have no spread" in verdict_line(comparison)
+    assert "mrr, n=2: no MDE, too few questions or clusters for any change to be significant" in verdict_line(comparison)
 
 
 def test_a_side_names_a_group_whose_label_holds_colons(tmp_path):

@@ -13,6 +13,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportion_
 
 from ragqual.core.multiplicity import benjamini_hochberg, holm
 from ragqual.core.stats import (
+    too_few_to_detect,
     PairedCounts,
     cluster_bootstrap_ci,
     cluster_randomization_test,
@@ -179,11 +180,27 @@ def test_paired_differences_without_spread_have_no_mde():
 
 
 def test_graded_mde_with_spread_is_the_normal_formula():
-    base, new = [0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.5, 0.5]
-    expected = (sp.norm.ppf(0.975) + sp.norm.ppf(0.8)) * np.std([1, 0, 0.5, 0.5], ddof=1) / 2
+    diffs = [1.0, 0.0, 0.5, 0.5, 0.2, 0.8, 0.3, 0.1]
+    base, new = [0.0] * 8, diffs
+    spread = np.std(diffs, ddof=1) / math.sqrt(8)
+    expected = (sp.norm.ppf(0.975) + sp.norm.ppf(0.8)) * spread
     assert detectable_effect(base, new, binary=False) == pytest.approx(expected, rel=1e-9)
     assert detectable_effect(base, new, binary=False, alpha=0.01, power=0.9) == pytest.approx(
-        (sp.norm.ppf(0.995) + sp.norm.ppf(0.9)) * np.std([1, 0, 0.5, 0.5], ddof=1) / 2, rel=1e-9)
+        (sp.norm.ppf(0.995) + sp.norm.ppf(0.9)) * spread, rel=1e-9)
+
+
+def test_too_few_units_for_the_sign_flip_test_have_no_mde():
+    # With m units the smallest two-sided sign-flip p-value is 2 / 2**m: 0.0625 for m = 5, so at
+    # alpha 0.05 no change over 5 questions (or 5 clusters) can be significant, whatever its size.
+    assert [m for m in range(1, 9) if too_few_to_detect(m)] == [1, 2, 3, 4, 5]
+    assert not too_few_to_detect(5, alpha=0.1) and too_few_to_detect(6, alpha=0.01)
+    five, six = [0.0, 1.0, 0.5, 0.5, 0.2], [0.0, 1.0, 0.5, 0.5, 0.2, 0.8]
+    assert detectable_effect([0.0] * 5, five, binary=False) is None
+    assert detectable_effect([0.0] * 6, six, binary=False) is not None
+    clustered = dict(binary=False, clusters=[0, 0, 1, 1, 2, 2, 3, 3])  # 8 questions, 4 clusters
+    assert detectable_effect([0.0] * 8, [1.0, 0.0, 0.5, 0.5, 0.2, 0.8, 0.3, 0.1], **clustered) is None
+    # a binary metric keeps its McNemar floor (6 / n), which says the same thing in its own units
+    assert detectable_effect([0.0] * 5, [1.0, 0.0, 1.0, 0.0, 1.0], binary=True) == pytest.approx(6 / 5)
 
 
 def test_binary_mde_is_never_below_the_fewest_flips_mcnemar_needs():
