@@ -125,11 +125,19 @@ def _string_field(value: dict[str, Any], key: str, name: str, line: int, *, requ
     return raw, None
 
 
-def _objects(name: str, data: bytes, out: Parsed) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The JSON objects of a JSON-lines file with their line numbers; every problem goes to `out`."""
+def _text(name: str, data: bytes, out: Parsed) -> str | None:
+    """The file's text, or None with the reason added to `out` (bad UTF-8, unreadable)."""
     text, problem = decode(name, data)
     if problem is not None or text is None:
         out.issues.append(problem or Issue(name, None, "unreadable"))
+        return None
+    return text
+
+
+def _objects(name: str, data: bytes, out: Parsed) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON-lines file with their line numbers; every problem goes to `out`."""
+    text = _text(name, data, out)
+    if text is None:
         return
     for line, value, issue in _json_lines(name, text):
         if issue is not None or value is None:
@@ -174,9 +182,8 @@ def parse_beir_queries(name: str, data: bytes) -> Parsed:
 def parse_beir_qrels(name: str, data: bytes, split: str) -> Parsed:
     """qrels/<split>.tsv with its header line; scores are integers."""
     out = Parsed()
-    text, problem = decode(name, data)
-    if problem is not None or text is None:
-        out.issues.append(problem or Issue(name, None, "unreadable"))
+    text = _text(name, data, out)
+    if text is None:
         return out
     lines = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
     if not lines or tuple(lines[0][1].strip().split("\t")) != BEIR_QRELS_HEADER:
@@ -207,9 +214,8 @@ def _judgement(out: Parsed, name: str, number: int, query_id: str, doc_id: str, 
 def parse_trec_documents(name: str, data: bytes, container: str) -> Parsed:
     """Every <DOC> element of one file: its DOCNO and the rest of its text with tags removed."""
     out = Parsed()
-    text, problem = decode(name, data)
-    if problem is not None or text is None:
-        out.issues.append(problem or Issue(name, None, "unreadable"))
+    text = _text(name, data, out)
+    if text is None:
         return out
     position, line = 0, 1
     for match in re.finditer(r"<DOC>(.*?)(</DOC>|(?=<DOC>)|\Z)", text, re.S | re.I):
@@ -259,9 +265,8 @@ def parse_trec_topics(name: str, data: bytes, topic_field: str = "title") -> Par
     if topic_field not in TOPIC_FIELDS:
         out.issues.append(Issue(name, None, f"unknown topic field {topic_field!r}: use one of {', '.join(TOPIC_FIELDS)}"))
         return out
-    text, problem = decode(name, data)
-    if problem is not None or text is None:
-        out.issues.append(problem or Issue(name, None, "unreadable"))
+    text = _text(name, data, out)
+    if text is None:
         return out
     position, line = 0, 1
     for match in _TOP.finditer(text):
@@ -296,9 +301,8 @@ def _topic_fields(body: str) -> dict[str, str]:
 def parse_trec_qrels(name: str, data: bytes) -> Parsed:
     """`qid iteration docno relevance`, one judgement per line."""
     out = Parsed()
-    text, problem = decode(name, data)
-    if problem is not None or text is None:
-        out.issues.append(problem or Issue(name, None, "unreadable"))
+    text = _text(name, data, out)
+    if text is None:
         return out
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
