@@ -25,9 +25,9 @@ from ragqual.errors import InputError
 from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
 from ragqual.pipeline.report import write_report
-from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
+from ragqual.pipeline.retrieval import STRATEGIES, Ranked, RetrievalConfig, Retriever
 from ragqual.pipeline.retrieval_tier import TierResult, quality_section, run_tier, timing_section
-from ragqual.store.records import RetrievalRow
+from ragqual.store.records import RankingRow
 
 SUBJECT = "rag"
 STANDARD_CANDIDATE_K = 1000  # trec_eval's depth: MAP and nDCG as published for standard collections
@@ -113,10 +113,7 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     for name, result in results.items():
         metric_rows = [(None, q.golden.id, name, metric, value, 1) for q in result.queries for metric, value in sorted(q.metrics.items())]
         store.append_metrics(run_id, metric_rows)
-        store.append_retrieval_results(run_id, [
-            RetrievalRow(name, q.golden.id, rank, r.chunk_id, r.doc_id, r.score)
-            for q in result.queries for rank, r in enumerate(q.retrieval.candidates, start=1)
-        ])
+        store.append_rankings(run_id, [_ranking(name, q.golden.id, q.retrieval.candidates) for q in result.queries])
     store.add_event(run_id, "finished")
     report = {
         "quality": {name: quality_section(r) for name, r in results.items()},
@@ -126,6 +123,12 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
                 "embedder": corpus.embedder_id, "search_cache": _reuse(corpus), **_layout(corpus)},
     }
     return RetrievalOutcome(run_id, results, report)
+
+
+def _ranking(strategy: str, query_id: str, candidates: Sequence[Ranked]) -> RankingRow:
+    """One question's ranked candidates as the history stores them (one row, rank order)."""
+    return RankingRow(strategy, query_id, [c.chunk_id for c in candidates], [c.doc_id for c in candidates],
+                      [c.score for c in candidates])
 
 
 def _layout(corpus: CorpusContext) -> dict[str, object]:

@@ -218,6 +218,9 @@ class MetricValue(Base):
 
 
 class RetrievalResult(Base):
+    """One ranked chunk of a retrieval run written before migration 0007 (kept, never rewritten;
+    later runs store `retrieval_rankings`)."""
+
     __tablename__ = "retrieval_results"
     __table_args__ = (Index("ix_retrieval_results_run_query", "run_id", "query_id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -228,6 +231,24 @@ class RetrievalResult(Base):
     chunk_id: Mapped[str] = mapped_column(String(256))
     doc_id: Mapped[str] = mapped_column(String(256))
     score: Mapped[float] = mapped_column(Float)
+
+
+class RetrievalRanking(Base):
+    """One strategy's ranked candidates for one question of a retrieval run (migration 0007): the
+    chunk ids, document ids and scores as JSON arrays in rank order (rank = position + 1), `depth`
+    their length. Replaces one `retrieval_results` row per rank; the view `v_retrieval_hits` shows
+    both layouts as one row per ranked chunk, and ragqual.store.rankings encodes and expands them."""
+
+    __tablename__ = "retrieval_rankings"
+    __table_args__ = (UniqueConstraint("run_id", "strategy", "query_id", name="uq_retrieval_rankings_query"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    strategy: Mapped[str] = mapped_column(String(64))
+    query_id: Mapped[str] = mapped_column(String(128))
+    depth: Mapped[int] = mapped_column(Integer)
+    chunk_ids: Mapped[str] = mapped_column(Text)  # JSON array of str
+    doc_ids: Mapped[str] = mapped_column(Text)  # JSON array of str
+    scores: Mapped[str] = mapped_column(Text)  # JSON array of numbers
 
 
 class Seal(Base):
@@ -263,6 +284,7 @@ SEALED_TABLES: tuple[str, ...] = (
     "metric_values",
     "retrieval_results",
     "case_aliases",
+    "retrieval_rankings",
 )
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -103,7 +104,8 @@ class TrialRecord:
 
 
 class RetrievalRow(NamedTuple):
-    """One ranked hit of a retrieval run (a named tuple: a standard collection's run appends ~280,000)."""
+    """One ranked hit of a retrieval run, as read back (a named tuple: a standard collection's run
+    holds ~280,000)."""
 
     strategy: str
     query_id: str
@@ -111,6 +113,17 @@ class RetrievalRow(NamedTuple):
     chunk_id: str
     doc_id: str
     score: float
+
+
+class RankingRow(NamedTuple):
+    """One strategy's ranked candidates for one question, rank order: what a retrieval run stores
+    (one `retrieval_rankings` row; `RetrievalRow`s are what reading it back gives, one per rank)."""
+
+    strategy: str
+    query_id: str
+    chunk_ids: Sequence[str]
+    doc_ids: Sequence[str]
+    scores: Sequence[float]
 
 
 OPEN_EVENTS = ("started", "resumed")

@@ -26,6 +26,7 @@ from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
+from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
@@ -33,7 +34,7 @@ from ragqual.store.models import (
     CaseDef,
     CorpusSnapshot,
     MetricValue,
-    RetrievalResult,
+    RetrievalRanking,
     Run,
     RunEvent,
     SystemPrompt,
@@ -44,7 +45,7 @@ from ragqual.store.models import (
 from ragqual.store.records import (
     AssertionRow,
     Provenance,
-    RetrievalRow,
+    RankingRow,
     RunInfo,
     ScoreRow,
     TrialRecord,
@@ -55,7 +56,6 @@ Clock = Callable[[], datetime]
 RunRef = int | Callable[[], int | None] | None
 LOCK_RETRIES = 60
 END_EVENTS = ("finished", "interrupted", "failed")
-RETRIEVAL_COLUMNS = ("run_id", "strategy", "query_id", "rank", "chunk_id", "doc_id", "score")
 
 
 def utcnow() -> datetime:
@@ -94,9 +94,8 @@ def bulk_insert(session: Session, table: Table, rows: Sequence[Mapping[str, Any]
 
 
 def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """`bulk_insert` for rows given as tuples of the `keys` columns: a standard collection's
-    retrieval run appends ~280,000 ranked rows, and a tuple per row is all they cost when no
-    column needs a bind processor and the driver takes the columns in the same order."""
+    """`bulk_insert` for rows given as tuples of the `keys` columns: a tuple per row is all they
+    cost when no column needs a bind processor and the driver takes the columns in the same order."""
     if not rows:
         return
     conn = session.connection()
@@ -471,11 +470,15 @@ class RunStore:
         with Session(self.engine) as session:
             return {old: new for old, new in session.execute(select(CaseAlias.alias, CaseAlias.case_id))}
 
-    def append_retrieval_results(self, run_id: int, rows: Sequence[RetrievalRow]) -> None:
-        if not rows:
+    def append_rankings(self, run_id: int, rankings: Sequence[RankingRow]) -> None:
+        """Each (strategy, question)'s ranked candidates as one `retrieval_rankings` row (migration
+        0007; ragqual.store.rankings), all in one transaction. A run stores each pair once: a second
+        ranking for the same run, strategy and question is refused by the unique key."""
+        if not rankings:
             return
-        payload = [(run_id, *r) for r in rows]  # RetrievalRow's fields, in RETRIEVAL_COLUMNS' order
-        self._write(lambda s: bulk_insert_tuples(s, table_of(RetrievalResult), RETRIEVAL_COLUMNS, payload), run_id)
+        payload = [rankings_layout.encode(run_id, r) for r in rankings]
+        self._write(lambda s: bulk_insert_tuples(s, table_of(RetrievalRanking), rankings_layout.COLUMNS, payload),
+                    run_id)
 
     # -- reads -------------------------------------------------------------------
     def get_run(self, run_id: int) -> RunInfo:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from ragqual.store import sealing
 from ragqual.store.models import Run, RunEvent, SEALED_TABLES, Seal
 
-RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results")
+RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results", "retrieval_rankings")
 
 
 @dataclass(frozen=True)

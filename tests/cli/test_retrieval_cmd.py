@@ -31,8 +31,13 @@ def test_run_is_appended_with_per_question_rows(workdir):
     assert ("retrieval",) in kinds
     n_questions = db.execute("SELECT COUNT(DISTINCT case_id) FROM metric_values WHERE run_id = 1").fetchone()[0]
     assert n_questions > 99
-    ranks = db.execute("SELECT MIN(rank), COUNT(*) FROM retrieval_results WHERE run_id = 1").fetchone()
-    assert ranks[0] == 1 and ranks[1] > 0
+    # one compact ranking per (strategy, question), none of the old one-row-per-rank layout
+    rankings = db.execute("SELECT strategy, COUNT(*), COUNT(DISTINCT query_id), SUM(depth) FROM retrieval_rankings "
+                          "WHERE run_id = 1 GROUP BY strategy ORDER BY strategy").fetchall()
+    assert [r[:3] for r in rankings] == [(s, n_questions, n_questions) for s in ("bm25", "dense", "hybrid")]
+    assert db.execute("SELECT COUNT(*) FROM retrieval_results").fetchone()[0] == 0
+    ranks = db.execute("SELECT MIN(rank), COUNT(*) FROM v_retrieval_hits WHERE run_id = 1").fetchone()
+    assert ranks[0] == 1 and ranks[1] == sum(r[3] for r in rankings) > 0
     # the stored per-question mean is the report's number
     stored = db.execute("SELECT AVG(value) FROM metric_values WHERE run_id=1 AND group_key='hybrid' AND metric='recall@5'").fetchone()[0]
     report, _ = _report(workdir, 1)

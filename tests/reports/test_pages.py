@@ -94,7 +94,7 @@ def test_the_retrieval_page_plots_every_stored_hit(reports):
 
     text = reports.pages["run-retrieval"].read_text(encoding="utf-8")
     db = sqlite3.connect(reports.root / "eval-results" / "eval.db")
-    stored = db.execute("SELECT COUNT(*) FROM retrieval_results WHERE run_id = ?", (reports.retrieval_run,)).fetchone()[0]
+    stored = db.execute("SELECT COUNT(*) FROM v_retrieval_hits WHERE run_id = ?", (reports.retrieval_run,)).fetchone()[0]
     assert stored > 0
     assert len(re.findall(r'\{"kind":"(?:relevant|non-relevant|refusal question)","score":', text)) == stored
 

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord
-from ragqual.store.runstore import RunStore
+from collections.abc import Sequence
+
+from sqlalchemy import Engine, inspect
+from sqlalchemy.orm import Session
+
+from ragqual.store import sealing
+from ragqual.store.models import SEALED_TABLES, RetrievalResult
+from ragqual.store.records import AssertionRow, Provenance, RetrievalRow, ScoreRow, TrialRecord
+from ragqual.store.runstore import RunStore, bulk_insert_tuples, table_of
+
+OLD_RETRIEVAL_COLUMNS = ("run_id", "strategy", "query_id", "rank", "chunk_id", "doc_id", "score")
 
 
 def provenance(**over) -> Provenance:
@@ -28,3 +37,15 @@ def add_trial(store: RunStore, run_id: int, *, case: str = "case-1", repeat: int
         scores=(ScoreRow("weighted-assertions", 1, score, passed, {"correctness": score}),),
         metrics={"correctness": 1.0 if passed else 0.0}, case_id=case,
     ))
+
+
+def append_old_layout_hits(engine: Engine, run_id: int, rows: Sequence[RetrievalRow]) -> None:
+    """Ranked hits the way ragqual stored them before migration 0007: one `retrieval_results` row
+    per rank, appended and sealed in one transaction (on a database at 0004-0006 as well as at head)."""
+    present = set(inspect(engine).get_table_names())
+    tables = tuple(t for t in SEALED_TABLES if t in present)
+    with Session(engine) as session, session.begin():
+        sealing.lock(session)
+        before = sealing.high_water(session, tables)
+        bulk_insert_tuples(session, table_of(RetrievalResult), OLD_RETRIEVAL_COLUMNS, [(run_id, *r) for r in rows])
+        sealing.seal(session, before, run_id)

@@ -1,13 +1,13 @@
 import pytest
 
 from ragqual.store.models import HISTORY_TABLES
-from ragqual.store.records import RetrievalRow
+from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
 from tests.store.conftest import dbapi_error, raw_connect
-from tests.store.helpers import add_trial, provenance
+from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
 TABLES_WITH_ROWS = ["runs", "run_events", "trials", "assertion_results", "trial_scores", "metric_values",
-                    "system_prompts", "variant_configs", "cases"]
+                    "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings"]
 
 
 @pytest.fixture
@@ -16,8 +16,9 @@ def filled(store_head_url):
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
     add_trial(store, run)
-    store.append_retrieval_results(run, [])
-    store.append_retrieval_results(run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
+    append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
+    store.append_rankings(run, [])
+    store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0b7c1a4e-0000-4000-8000-000000000001", "q1", "renamed")
@@ -126,7 +127,7 @@ def test_interned_definitions_are_deduplicated(store_head_url):
 def test_a_second_trial_for_the_same_slot_is_one_clear_error(head_db):
     from ragqual.errors import InputError
     from ragqual.store.runstore import RunStore
-    from tests.store.helpers import add_trial, provenance
+    from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
     store = RunStore.open(f"sqlite:///{head_db}")
     run = store.start_run("generation", "rag", provenance())

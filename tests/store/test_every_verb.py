@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from ragqual.store.models import HISTORY_TABLES
-from ragqual.store.records import RetrievalRow
+from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
 from tests.store.conftest import dbapi_error, raw_connect
-from tests.store.helpers import add_trial, provenance
+from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
 FIRST = "(SELECT MIN(id) FROM {table})"
 SQLITE_VERBS = {
@@ -50,7 +50,8 @@ def filled(store_head_url):
     run = store.start_run("generation", "rag", provenance())
     add_trial(store, run)
     add_trial(store, run, case="case-2", score=0.5, passed=False)
-    store.append_retrieval_results(run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
+    append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
+    store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0", "doc-b#1"], ["doc-a", "doc-b"], [0.9, 0.5])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0c5e1f0a-old-id", "case-1", "an older id of case-1")

@@ -12,10 +12,11 @@ from sqlalchemy import text
 
 from ragqual.errors import InputError
 from ragqual.store.models import HISTORY_TABLES
-from ragqual.store.records import AssertionRow, RetrievalRow, ScoreRow
+from ragqual.store.records import AssertionRow, RankingRow, RetrievalRow, ScoreRow
+from ragqual.store.retrieval_reads import retrieval_hits
 from ragqual.store.runstore import RunStore
 from tests.store.conftest import dbapi_error, raw_connect
-from tests.store.helpers import add_trial, provenance
+from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
 T0 = datetime(2026, 3, 14, 9, 26, 53, 589000, tzinfo=UTC)
 
@@ -118,7 +119,7 @@ def test_retrieval_rows_and_definitions(history):
     run = store.start_run("retrieval", None, provenance())
     rows = [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.91),
             RetrievalRow("dense", "q1", 2, "doc-b#3", "doc-b", 0.42)]
-    store.append_retrieval_results(run, rows)
+    store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0", "doc-b#3"], ["doc-a", "doc-b"], [0.91, 0.42])])
     store.append_metrics(run, [(None, "q1", "dense", "ndcg@10", 0.75, 1), (None, "q1", "dense", "mrr", None, 1)])
     snapshot = store.record_corpus_snapshot("c" * 64, [{"doc_id": "doc-a"}], {"size": 200}, "minilm")
     assert store.record_corpus_snapshot("c" * 64, [{"doc_id": "doc-a"}], {"size": 200}, "minilm") == snapshot
@@ -126,11 +127,11 @@ def test_retrieval_rows_and_definitions(history):
     assert store.record_assertion_def("a1", 1, "correctness", 2.0, "names the year", {"kind": "regex"}) == assertion
     with store.engine.connect() as conn:
         stored = conn.execute(text(
-            "SELECT strategy, query_id, rank, chunk_id, doc_id, score FROM retrieval_results "
+            "SELECT strategy, query_id, rank, chunk_id, doc_id, score FROM v_retrieval_hits "
             "WHERE run_id = :r ORDER BY rank"), {"r": run}).all()
         means = conn.execute(text("SELECT metric, mean, n FROM v_metric_means WHERE run_id = :r ORDER BY metric"),
                              {"r": run}).all()
-    assert [RetrievalRow(*r) for r in stored] == rows
+    assert [RetrievalRow(*r) for r in stored] == rows == retrieval_hits(store.engine, run)
     assert [tuple(r) for r in means] == [("mrr", None, 0), ("ndcg@10", 0.75, 1)]
     assert store.get_run(run).subject is None
 
@@ -155,7 +156,8 @@ def test_truncate_is_refused_on_every_history_table(pg_head_url):
     store = RunStore.open(pg_head_url)
     run = store.start_run("generation", "rag", provenance())
     add_trial(store, run)
-    store.append_retrieval_results(run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
+    append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
+    store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0b7c1a4e-0000-4000-8000-000000000001", "q1", "renamed")

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import Boolean, DateTime, Engine, bindparam, text
 
 from ragqual.store import db, queries
-from ragqual.store.records import AssertionRow, ScoreRow
+from ragqual.store.records import AssertionRow, RetrievalRow, ScoreRow
+from ragqual.store.retrieval_reads import retrieval_hits
 from ragqual.store.runstore import RunStore
 from tests.store.helpers import add_trial
 
@@ -211,6 +212,18 @@ def test_the_head_views_show_old_rows(upgraded):
     report = queries.runs_frame(old.engine)
     assert list(report["run_id"]) == [ids["gen"], ids["ret"]]
     assert list(report["status"]) == ["finished", "incomplete"]
+
+
+def test_old_ranked_rows_read_back_through_the_reader_and_the_view(upgraded):
+    """0001's one-row-per-rank `retrieval_results` stay readable after 0007 stores rankings compactly."""
+    old, ids, _ = upgraded
+    expected = [RetrievalRow(r["strategy"], r["query_id"], r["rank"], r["chunk_id"], r["doc_id"], r["score"])
+                for r in old.written("retrieval_results")]
+    assert len(expected) == 2 and retrieval_hits(old.engine, ids["ret"]) == expected
+    with old.engine.connect() as conn:
+        view = conn.execute(text("SELECT strategy, query_id, rank, chunk_id, doc_id, score FROM v_retrieval_hits "
+                                 "WHERE run_id = :r ORDER BY strategy, query_id, rank"), {"r": ids["ret"]}).all()
+    assert [RetrievalRow(*r) for r in view] == expected
 
 
 def test_the_store_appends_after_the_upgrade(upgraded):
