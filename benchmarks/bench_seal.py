@@ -3,8 +3,8 @@
 Each trial is appended the way a run appends it — `RunStore.append_trial`, one transaction with
 the trial, one assertion row, one score row and three metric rows — into a fresh history at head,
 once with sealing on (the default) and once with `RunStore(..., seal=False)`. A retrieval run's
-bulk append (`append_retrieval_results`, 20,000 ranked rows in one transaction) is timed the same
-way. `verify` is timed over the sealed history. Best of `--repeats` per line. SQLite always;
+bulk append (`append_rankings`: 20 questions ranked 1000 deep, 20,000 ranked chunks stored as 20
+`retrieval_rankings` rows in one transaction, migration 0007) is timed the same way. `verify` is timed over the sealed history. Best of `--repeats` per line. SQLite always;
 PostgreSQL too when RAGQUAL_TEST_PG_URL names a server whose role may create databases.
 
     python benchmarks/bench_seal.py [--trials 1000] [--repeats 3]
@@ -25,13 +25,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from ragqual.store import db
-from ragqual.store.records import AssertionRow, Provenance, RetrievalRow, ScoreRow, TrialRecord
+from ragqual.store.records import AssertionRow, Provenance, RankingRow, ScoreRow, TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.verify import verify
 
 PROVENANCE = Provenance(git_sha="abc", git_dirty=False, git_note="ok", ragqual_version="0", python_version="3",
                         argv=("bench",), params={"k": 5})
-RETRIEVAL_ROWS = 20_000
+RANKINGS, DEPTH = 20, 1000
+RETRIEVAL_ROWS = RANKINGS * DEPTH
 
 
 def _trial(run_id: int, case_pk: int, variant: int, n: int) -> TrialRecord:
@@ -60,8 +61,10 @@ def _measure(url: str, trials: int, seal: bool) -> tuple[float, float, float | N
     case_pk = store.record_case("bench", "case-1", "case-1", {"q": "?"})
     variant = store.intern_variant("mock", "mock", "mock", {})
     append = _timed(lambda: [store.append_trial(_trial(run, case_pk, variant, n)) for n in range(trials)])
-    rows = [RetrievalRow("dense", f"q{i // 20}", i % 20 + 1, f"doc-{i}#0", f"doc-{i}", 0.5) for i in range(RETRIEVAL_ROWS)]
-    bulk = _timed(lambda: store.append_retrieval_results(run, rows))
+    rankings = [RankingRow("dense", f"q{q}", [f"doc-{q}-{r}#0" for r in range(DEPTH)],
+                           [f"doc-{q}-{r}" for r in range(DEPTH)], [round(1 / (r + 1), 6) for r in range(DEPTH)])
+                for q in range(RANKINGS)]
+    bulk = _timed(lambda: store.append_rankings(run, rankings))
     store.add_event(run, "finished")
     checked = _timed(lambda: verify(engine)) if seal else None
     engine.dispose()
@@ -108,8 +111,9 @@ def main() -> None:
         databases = _Databases(Path(tmp))
         try:
             print(f"{args.trials} trials (1 assertion, 1 score, 3 metric rows each, one transaction per trial); "
-                  f"{RETRIEVAL_ROWS} retrieval rows in one transaction; best of {args.repeats}\n")
-            print("| backend | sealing | ms per 1,000 trials | ms per 20,000 retrieval rows | verify ms |")
+                  f"{RETRIEVAL_ROWS} ranked chunks ({RANKINGS} rankings of {DEPTH}) in one transaction; "
+                  f"best of {args.repeats}\n")
+            print("| backend | sealing | ms per 1,000 trials | ms per 20,000 ranked chunks | verify ms |")
             print("|---|---|---|---|---|")
             for backend in databases.backends():
                 runs: dict[bool, list[tuple[float, float, float | None]]] = {False: [], True: []}
