@@ -72,7 +72,8 @@ def row_digest(values: Mapping[str, Any]) -> str:
 # returns for ragqual's columns, the canonical JSON is assembled here column by column and then
 # through one %-template per table (keys in sorted order, exactly as json.dumps(sort_keys=True,
 # separators=(",", ":"), ensure_ascii=False) writes them, a non-finite float as `_norm` writes
-# it); a row holding NULL or any other type (a datetime, bytes) goes through `row_digest`.
+# it); a row holding NULL (a retrieval metric has no trial) is joined without its NULL columns,
+# and a row holding any other type (a datetime, bytes) goes through `row_digest`.
 # tests/store/test_sealing.py checks that both give the same digests.
 
 def _json_float(value: float) -> str:
@@ -81,16 +82,17 @@ def _json_float(value: float) -> str:
     return float.__repr__(value)
 
 
-_ENCODE: dict[type, Callable[[Any], str]] = {
+_ENCODE: dict[type, Callable[[Any], str | None]] = {
     str: encode_basestring,
     int: int.__repr__,
     float: _json_float,
     bool: lambda v: "true" if v else "false",
+    type(None): lambda v: None,  # NULL: the column is left out of the row's JSON
 }
 
 
-def _encode_column(values: Sequence[Any], slow: set[int]) -> list[str]:
-    """Each value as canonical JSON text; positions it cannot write join `slow`."""
+def _encode_column(values: Sequence[Any], slow: set[int]) -> list[str | None]:
+    """Each value as canonical JSON text (None for NULL); positions it cannot write join `slow`."""
     kinds = set(map(type, values))
     if kinds == {str}:
         return list(map(encode_basestring, values))
@@ -98,7 +100,7 @@ def _encode_column(values: Sequence[Any], slow: set[int]) -> list[str]:
         return list(map(int.__repr__, values))
     if kinds == {float} and all(map(math.isfinite, values)):
         return list(map(float.__repr__, values))
-    out = []
+    out: list[str | None] = []
     for n, value in enumerate(values):
         encode = _ENCODE.get(type(value))
         if encode is None:
@@ -120,11 +122,18 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
     columns = list(zip(*rows, strict=True))
     slow: set[int] = set()
     encoded = [_encode_column(columns[i], slow) for i in order]
+    keys = [encode_basestring(names[i]) for i in order]
+    texts = [template % values if None not in values else _without_nulls(keys, values) for values in zip(*encoded)]
     sha, width = hashlib.sha256, ROW_DIGEST_CHARS
-    digests = [sha(text.encode("utf-8")).hexdigest()[:width] for text in map(template.__mod__, zip(*encoded))]
+    digests = [sha(text.encode("utf-8")).hexdigest()[:width] for text in texts]
     for n in slow:
         digests[n] = row_digest(dict(zip(names, rows[n], strict=True)))
     return list(zip(columns[at], digests, strict=True))
+
+
+def _without_nulls(keys: Sequence[str], values: Sequence[str | None]) -> str:
+    """One row's canonical JSON with its NULL columns left out (as `row_digest` leaves them out)."""
+    return "{" + ",".join(f"{k}:{v}" for k, v in zip(keys, values, strict=True) if v is not None) + "}"
 
 
 def seal_digest(prev: str, run_prev: str | None, run_id: int | None, rows_text: str) -> str:

@@ -37,6 +37,8 @@ def test_many_rows_digest_exactly_as_one_row_at_a_time():
         (-float("inf"), 6, "x", 1, False, datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC), b"\x00\xff", 5),
         (123456789.125, 7, "y", 2, True, datetime(2026, 1, 2, 3, 4, 5), None, None),
         (1.0, 8, "z", None, None, None, None, 6),
+        (None, 9, None, None, None, None, None, None),  # every column NULL but the id: {}
+        (None, 10, "only text", None, None, None, None, None),
     ]
     batched = sealing.row_digests(names, values)
     assert batched == [(row[1], sealing.row_digest(dict(zip(names, row)))) for row in values]
