@@ -21,11 +21,27 @@ def edge_state(folder: Path, collection: str) -> str | None:
     shard = Path(folder) / collection
     if not (shard / CONFIG_FILE).is_file():
         return None
+    files = sorted(p for p in shard.rglob("*") if p.is_file() and (p.suffix == ".json" or "wal" in p.relative_to(shard).parts))
+    seen = tuple((str(p), *_identity(p)) for p in files)
+    if _LAST.get(shard) is not None and _LAST[shard][0] == seen:
+        return _LAST[shard][1]  # not one file touched since this process hashed them
     digest = hashlib.sha256()
-    for path in sorted(p for p in shard.rglob("*") if p.is_file() and (p.suffix == ".json" or "wal" in p.relative_to(shard).parts)):
+    for path in files:
         digest.update(path.relative_to(shard).as_posix().encode() + b"\0")
         _hash_data(path, digest)
-    return digest.hexdigest()
+    _LAST[shard] = (seen, digest.hexdigest())
+    return _LAST[shard][1]
+
+
+_LAST: dict[Path, tuple[tuple[tuple[object, ...], ...], str]] = {}
+"""Per shard, the files' identities and digest this process last computed: a run asks for the
+state several times (the ingest check, the search cache, the remembered retrievals) and the log
+alone is tens of megabytes."""
+
+
+def _identity(path: Path) -> tuple[int, int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 def _hash_data(path: Path, digest: "hashlib._Hash") -> None:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ragqual.adapters.provenance import capture
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import (
@@ -21,6 +23,7 @@ from ragqual.app.corpus import (
 )
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
+from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.errors import InputError
 from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
@@ -84,7 +87,20 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
         loading.join()
     ensure_ingested(corpus)
     return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
-                     memo=corpus.search_cache(), stem=corpus.bm25_stem, distractor_dir=corpus.distractor_dir)
+                     memo=corpus.search_cache(), stem=corpus.bm25_stem, distractor_dir=corpus.distractor_dir,
+                     result_scope=result_scope(corpus, vectors))
+
+
+def result_scope(corpus: CorpusContext, vectors: np.ndarray) -> str | None:
+    """What a whole retrieval depends on besides the question, the configuration, BM25's inputs and
+    the ranking code: the embedded index's state (None for a server: nothing is remembered), the
+    embedder and the chunking (the query vector) and the chunk vectors (the similarities)."""
+    index = corpus.index_scope() if corpus.search_cache() is not None else None
+    if index is None:
+        return None
+    chunk_vectors = sha256_hex(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+    return sha256_hex(canonical_json({"index": index, "embedder": corpus.embedder_id,
+                                      "chunking": corpus.chunk_config.as_dict(), "vectors": chunk_vectors}))
 
 
 def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]:
@@ -120,7 +136,7 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
         "timings": {name: timing_section(r) for name, r in results.items()},
         "run": {"run_id": run_id, "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
                 "corpus_fingerprint": corpus.fingerprint, "dataset_hash": provenance.dataset_hash,
-                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus), **_layout(corpus)},
+                "embedder": corpus.embedder_id, "search_cache": _reuse(corpus, retriever), **_layout(corpus)},
     }
     return RetrievalOutcome(run_id, results, report)
 
@@ -138,10 +154,13 @@ def _layout(corpus: CorpusContext) -> dict[str, object]:
     return {"goldens_layout": corpus.layout, "bm25_stemming": corpus.bm25_stem}
 
 
-def _reuse(corpus: CorpusContext) -> dict[str, int] | None:
-    """How many dense searches came from the search cache (their latency is a cache read)."""
+def _reuse(corpus: CorpusContext, retriever: Retriever) -> dict[str, int] | None:
+    """How many whole retrievals and dense searches came from the search cache (their latency
+    is a cache read)."""
     cache = corpus.search_cache()
-    return None if cache is None else {"dense_reused": cache.hits, "dense_searched": cache.misses}
+    if cache is None:
+        return None
+    return {"retrievals_reused": retriever.recalled, "dense_reused": cache.hits, "dense_searched": cache.misses}
 
 
 def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:

@@ -101,5 +101,7 @@ def _print(app: AppContext, outcome: RetrievalOutcome, ablate: bool, show_misses
     timings = ", ".join(f"{n} p50 {fmt_ms(t.get('latencyP50Ms'))} ms / p95 {fmt_ms(t.get('latencyP95Ms'))} ms"
                         for n, t in outcome.report["timings"].items())
     reuse = outcome.report["run"]["search_cache"]
-    reused = f" ({reuse['dense_reused']} dense searches reused from the search cache)" if reuse and reuse["dense_reused"] else ""
+    reused = "; ".join(f"{reuse[key]} {what}" for key, what in (("retrievals_reused", "retrievals"), ("dense_reused", "dense searches"))
+                       if reuse and reuse.get(key))
+    reused = f" ({reused} reused from the search cache)" if reused else ""
     click.echo(f"\nrun {outcome.run_id} appended to the history; query latency: {timings}{reused}")

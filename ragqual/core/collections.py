@@ -38,6 +38,8 @@ BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
 _ID = re.compile(r"\S+")
 _DOC = re.compile(rb"<DOC>(.*?)</DOC>", re.S | re.I)
 _DOCNO = re.compile(r"<DOCNO>(.*?)</DOCNO>", re.S | re.I)
+_DOC_OPEN = re.compile(r"<DOC>", re.I)
+_DOC_CLOSE = re.compile(r"</DOC>", re.I)
 _TAG = re.compile(r"<[^>]*>")
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
 _FIELD_PREFIX = {"num": "Number:", "title": "Topic:", "desc": "Description:", "narr": "Narrative:"}
@@ -218,19 +220,33 @@ def parse_trec_documents(name: str, data: bytes, container: str) -> Parsed:
     if text is None:
         return out
     position, line = 0, 1
-    for match in re.finditer(r"<DOC>(.*?)(</DOC>|(?=<DOC>)|\Z)", text, re.S | re.I):
-        _stray(out, name, text, position, match.start(), line)
-        line += text.count("\n", position, match.start())
-        position = match.end()
-        if not match.group(2):
+    for start, body_end, end in _doc_elements(text):
+        _stray(out, name, text, position, start, line)
+        line += text.count("\n", position, start)
+        position = end
+        if body_end == end:
             out.issues.append(Issue(name, line, "<DOC> is not closed by </DOC>"))
         else:
-            _trec_document(out, name, line, match.group(1), container)
-        line += text.count("\n", match.start(), match.end())
+            _trec_document(out, name, line, text[start + len("<DOC>"):body_end], container)
+        line += text.count("\n", start, end)
     _stray(out, name, text, position, len(text), line)
     if not out.documents and not out.issues:
         out.issues.append(Issue(name, None, "no <DOC> elements in the file"))
     return out
+
+
+def _doc_elements(text: str) -> Iterator[tuple[int, int, int]]:
+    """(start, end of body, end) of each <DOC> element: its body runs to the first </DOC>, or, when
+    the element is not closed, to the next <DOC> or the end of the text (body end == end then).
+    Two literal searches instead of one lazy pattern with a look-ahead at every character."""
+    opens = [m.start() for m in _DOC_OPEN.finditer(text)]
+    for i, start in enumerate(opens):
+        limit = opens[i + 1] if i + 1 < len(opens) else len(text)
+        close = _DOC_CLOSE.search(text, start + len("<DOC>"), limit)
+        if close is None:
+            yield start, limit, limit
+        else:
+            yield start, close.start(), close.end()
 
 
 def _stray(out: Parsed, name: str, text: str, start: int, end: int, line: int) -> None:

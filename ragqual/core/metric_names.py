@@ -90,7 +90,8 @@ def _ragqual_retrieval() -> tuple[Metric, ...]:
         Metric("map@10", _H, _R, "average precision over the top 10", gated=True),
         Metric("rprec", _H, _R, "precision at R, the number of relevant documents"),
         Metric("precision@5", _H, _R, "share of the top 5 chunks from a relevant document", gated=True),
-        Metric("contextRecall", _H, _R, "share of relevant documents in the injected context", gated=True),
+        Metric("contextRecall", _H, _R, "share of relevant documents in the injected context (also stored "
+               "per e2e trial)", gated=True),
     )
 
 
@@ -103,6 +104,7 @@ def _generation() -> tuple[Metric, ...]:
         Metric("refusalCorrectness", _H, _G, "the refusal assertion passed", binary=True),
         Metric("leakage", _L, _G, "1 if the answer narrates retrieval", binary=True),
         Metric("groundedness", _H, _G, "share of the answer's numbers above 10 found in the context"),
+        Metric("factCoverage", _H, _G, "share of the golden's mustInclude facts found in the injected context (e2e)"),
         Metric("thinkTagLeak", _L, _G, "1 if the answer shows think tags", binary=True),
     )
 

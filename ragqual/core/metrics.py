@@ -67,7 +67,8 @@ def _label(judgements: Mapping[str, int], doc: str) -> int:
 
 
 def _hits(ranked: Sequence[str], judgements: Mapping[str, int], k: int | None, level: int) -> int:
-    return sum(1 for doc in ranked[:k] if _label(judgements, doc) >= level)
+    label = judgements.get
+    return sum(1 for doc in ranked[:k] if label(doc, NOT_JUDGED) >= level)
 
 
 def _check_cutoff(k: int | None) -> None:
@@ -127,9 +128,9 @@ def average_precision(
     relevant = num_relevant(judgements, relevance_level)
     if not relevant:
         return 0.0
-    total, hits = 0.0, 0
+    total, hits, label = 0.0, 0, judgements.get
     for index, doc in enumerate(ranked[:k]):
-        if _label(judgements, doc) >= relevance_level:
+        if label(doc, NOT_JUDGED) >= relevance_level:
             hits += 1
             total += hits / (index + 1)
     return total / relevant
@@ -153,7 +154,8 @@ def ndcg_at_k(ranked: Sequence[str], judgements: Mapping[str, int], k: int | Non
     ideal = _dcg(sorted((g for g in judgements.values() if g > 0), reverse=True), k)
     if ideal <= 0.0:
         return 0.0
-    return _dcg([_label(judgements, doc) for doc in ranked], k) / ideal
+    label = judgements.get
+    return _dcg([label(doc, NOT_JUDGED) for doc in ranked[:k]], k) / ideal
 
 
 def r_precision(

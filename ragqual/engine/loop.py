@@ -242,7 +242,7 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
     scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
                          output=result.output if result is not None else None,
                          context=result.context if result is not None else None, error=error,
-                         variant=slot.variant)
+                         variant=slot.variant, raw=result.raw if result is not None else None)
     t = result.telemetry if result is not None else None
     return TrialRecord(
         run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,

@@ -177,4 +177,4 @@ def _score_trial(subject: Subject, trial: StoredTrial, case: Case, assertions: S
         except Exception as exc:  # noqa: BLE001 - one unreadable raw response must not stop a rescore
             error = f"parse failed: {type(exc).__name__}: {exc}"
     return score_trial(subject, case, assertions, scorers, mode=trial.mode, output=output,
-                       context=trial.context, error=error)
+                       context=trial.context, error=error, raw=trial.raw_output)

@@ -128,17 +128,18 @@ class Scored:
 def score_trial(
     subject: Subject, case: Case, assertions: Sequence[Assertion], scorers: Sequence[Scorer], *,
     mode: str, output: Any, context: str | None, error: str | None, variant: Variant | None = None,
+    raw: Any = None,
 ) -> Scored:
     """The one scoring path, shared by the trial loop and `rescore`: assertions first, then the
     versioned scorers over their outcomes, then the subject's metrics from the outcomes, the
-    output and the context. A trial that failed has no output: every assertion fails as not
-    evaluated and it has no metric rows (reports count it as 0)."""
+    output, the raw response and the context. A trial that failed has no output: every assertion
+    fails as not evaluated and it has no metric rows (reports count it as 0)."""
     if error is not None:
         evaluated = not_evaluated(assertions, f"the trial failed: {error}")
         metrics: dict[str, float | None] = {}
     else:
         ctx = TrialContext(case=case, mode=mode, context=context, variant=variant)
         evaluated = evaluate_all(assertions, output, ctx)
-        metrics = dict(subject.derive_metrics(case, mode, output, context, [e.outcome for e in evaluated]))
+        metrics = dict(subject.derive_metrics(case, mode, output, context, [e.outcome for e in evaluated], raw=raw))
     return Scored(tuple(e.row() for e in evaluated), score_rows(scorers, evaluated, error), metrics,
                   subject.metrics_version)

@@ -150,11 +150,11 @@ class Subject:
     metric's meaning changes, so that reports can tell the old numbers from the new."""
 
     def derive_metrics(self, case: Case, mode: str, output: Any, context: str | None,
-                       outcomes: Sequence[Outcome]) -> dict[str, float | None]:
-        """The trial's metric rows, from what is stored: its output, its context and its assertion
-        outcomes. The trial loop and `rescore` both call this, so a rescoring recomputes the
-        metrics exactly as a run computes them. The default asks `extra_metrics`."""
-        result = SubjectResult(output=output, raw=None, telemetry=None, rendered_prompt=None, context=context)
+                       outcomes: Sequence[Outcome], raw: Any = None) -> dict[str, float | None]:
+        """The trial's metric rows, from what is stored: its output, its raw response, its context
+        and its assertion outcomes. The trial loop and `rescore` both call this, so a rescoring
+        recomputes the metrics exactly as a run computes them. The default asks `extra_metrics`."""
+        result = SubjectResult(output=output, raw=raw, telemetry=None, rendered_prompt=None, context=context)
         return self.extra_metrics(case, mode, output, result)
 
     def provenance_extras(self) -> dict[str, Any]:

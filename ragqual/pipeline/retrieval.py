@@ -120,6 +120,34 @@ def _valid_ranking(value: Any) -> bool:
     )
 
 
+RANKING_MODULES = ("retrieval.py", "query.py", "glossary.py", "chunking.py")
+"""The modules whose code decides a ranking: a remembered ranking is keyed on their source."""
+
+
+def ranking_code() -> str:
+    """A digest of the ranking code, so an edited pipeline never reads an older run's rankings."""
+    here = Path(__file__).resolve().parent
+    return sha256_hex(canonical_json([[name, (here / name).read_text(encoding="utf-8")] for name in RANKING_MODULES]))
+
+
+_RANKED_FIELDS = ("ids", "scores", "similarities", "sources")
+
+
+def _valid_result(value: Any) -> bool:
+    """A remembered retrieval: the processed query and four parallel columns of the candidates."""
+    if not (isinstance(value, dict) and isinstance(value.get("query"), str)):
+        return False
+    columns: list[Any] = [value.get(name) for name in _RANKED_FIELDS]
+    if not all(isinstance(c, list) for c in columns) or len({len(c) for c in columns}) != 1:
+        return False
+    ids, scores, similarities, sources = columns
+    return (set(map(type, ids)) <= _STR and set(map(type, scores)) <= _FLOAT
+            and set(map(type, similarities)) <= _FLOAT and set(map(type, sources)) <= _STR)
+
+
+_STR, _FLOAT = frozenset({str}), frozenset({float})
+
+
 def terms(text: str) -> list[str]:
     return [t for t in _TERM.findall(text.lower()) if t not in _STOP]
 
@@ -162,7 +190,11 @@ class Retriever:
     """Dense (Qdrant), BM25 (bm25s) and hybrid retrieval over one ingested corpus.
 
     With a `memo`, BM25 rankings are read from and written to it, keyed on `bm25_scope`;
-    the bm25s index is then built only when a query misses.
+    the bm25s index is then built only when a query misses. With a `result_scope` too (everything
+    the index, the embedder and the chunks contribute, see `app.retrieval_run.build_retriever`),
+    whole retrievals are remembered, keyed on that scope, the ranking code, the configuration and
+    the question: a warm run then reads each ranking back and searches nothing. Remembered hits
+    still pass the leak guard.
 
     Safe to share between the trial loop's worker threads: `retrieve` and `prefetch` hold one
     lock, so the lazily built BM25 index, the memos and the dense index (qdrant-client's local
@@ -172,7 +204,8 @@ class Retriever:
 
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
                  embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path,
-                 memo: ResultMemo | None = None, stem: bool = False, distractor_dir: Path | None = None):
+                 memo: ResultMemo | None = None, stem: bool = False, distractor_dir: Path | None = None,
+                 result_scope: str | None = None):
         self.corpus_dir = corpus_dir
         self.distractor_dir = distractor_dir
         self.stem = stem
@@ -192,6 +225,8 @@ class Retriever:
         self._bm25_memo: dict[tuple[str, int], dict[str, float]] = {}
         self._sim_memo: dict[str, dict[str, float]] = {}
         self.memo = memo
+        self._remembered: dict[tuple[str, RetrievalConfig], Retrieval] = {}
+        self.recalled = 0  # retrievals read back from the memo instead of searched
         self._lock = threading.RLock()
         self._bm25_index: Any = None
         self._bm25_scope: str | None = None
@@ -199,6 +234,8 @@ class Retriever:
             from ragqual.adapters.search_cache import package_version
 
             self._bm25_scope = bm25_scope(chunks, package_version("bm25s"), stem)
+        self._result_scope = None if memo is None or result_scope is None else sha256_hex(canonical_json(
+            {"scope": result_scope, "bm25": self._bm25_scope, "code": ranking_code()}))
 
     @property
     def chunk_terms(self) -> dict[str, frozenset[str]]:
@@ -229,16 +266,27 @@ class Retriever:
         return expand_acronyms(raw_query) if config.expand_acronyms else raw_query
 
     def prefetch(self, raw_queries: Sequence[str], configs: Sequence[RetrievalConfig]) -> None:
-        """Embed and dense-search every query of a run in batches; `retrieve` then reads the memo.
+        """Read back what earlier runs remembered, then embed and dense-search the rest of a
+        run's queries in batches; `retrieve` then reads the memos.
 
-        Each query's reported latency then includes an equal share of this batched work.
+        Each searched query's reported latency includes an equal share of this batched work.
         """
         with self._lock:
             self._prefetch(raw_queries, configs)
 
     def _prefetch(self, raw_queries: Sequence[str], configs: Sequence[RetrievalConfig]) -> None:
+        pending = []
+        for raw_query, config in ((q, c) for q in dict.fromkeys(raw_queries) for c in dict.fromkeys(configs)):
+            remembered = self._recall(raw_query, config)
+            if remembered is None:
+                pending.append((raw_query, config))
+            else:
+                self._remembered[(raw_query, config)] = remembered
+        if not pending:
+            return
         started = time.perf_counter()
-        texts = list(dict.fromkeys(self._query_text(q, c) for q in raw_queries for c in configs))
+        texts = list(dict.fromkeys(self._query_text(q, c) for q, c in pending))
+        configs = list(dict.fromkeys(c for _, c in pending))
         todo = [t for t in texts if t not in self._qvecs]
         if todo:
             vectors = self.embedder.embed([embed_text_for_query(t, self.chunk_config) for t in todo])
@@ -248,8 +296,7 @@ class Retriever:
             if missing:
                 for text, hits in zip(missing, self.index.search_batch(np.stack([self._qvecs[t] for t in missing]), k), strict=True):
                     self._dense_memo[(text, k)] = self._accept(hits)
-        runs = max(1, len(raw_queries) * len(configs))
-        self._batch_share_ms = (time.perf_counter() - started) * 1000 / runs
+        self._batch_share_ms = (time.perf_counter() - started) * 1000 / len(pending)
 
     def _qvec(self, text: str) -> np.ndarray:
         if text not in self._qvecs:
@@ -308,6 +355,9 @@ class Retriever:
             return self._retrieve(raw_query, config)
 
     def _retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
+        remembered = self._remembered.pop((raw_query, config), None) or self._recall(raw_query, config)
+        if remembered is not None:
+            return remembered
         started = time.perf_counter()
         query = self._query_text(raw_query, config)
         if config.strategy == "dense":
@@ -325,6 +375,50 @@ class Retriever:
         candidates = tuple(map(Ranked, ranked, [chunks[cid].doc_id for cid in ranked],
                                [round(scored[cid], 6) for cid in ranked], self._similarities(query, ranked),
                                [sources.get(cid, "") for cid in ranked]))
-        above = [r for r in candidates if config.threshold is None or r.similarity >= config.threshold]
+        self._remember(raw_query, config, query, candidates)
         elapsed = (time.perf_counter() - started) * 1000 + self._batch_share_ms
-        return Retrieval(query, candidates, tuple(above[: config.context_k]), elapsed, self.texts)
+        return self._retrieval(query, candidates, config, elapsed)
+
+    def _retrieval(self, query: str, candidates: tuple[Ranked, ...], config: RetrievalConfig,
+                   elapsed_ms: float) -> Retrieval:
+        above = [r for r in candidates if config.threshold is None or r.similarity >= config.threshold]
+        return Retrieval(query, candidates, tuple(above[: config.context_k]), elapsed_ms, self.texts)
+
+    def _result_key(self, raw_query: str, config: RetrievalConfig) -> str | None:
+        if self.memo is None or self._result_scope is None:
+            return None
+        return self.memo.key("retrieval", scope=self._result_scope, config=config.as_dict(), query=raw_query)
+
+    def _remember(self, raw_query: str, config: RetrievalConfig, query: str, candidates: tuple[Ranked, ...]) -> None:
+        key = self._result_key(raw_query, config)
+        if key is None or self.memo is None:
+            return
+        self.memo.put(key, {"query": query, "ids": [r.chunk_id for r in candidates],
+                            "scores": [r.score for r in candidates],
+                            "similarities": [r.similarity for r in candidates],
+                            "sources": [r.source for r in candidates]})
+
+    def _recall(self, raw_query: str, config: RetrievalConfig) -> Retrieval | None:
+        """The retrieval an earlier run remembered for exactly these inputs, leak-guarded; its
+        latency is the time the read took."""
+        key = self._result_key(raw_query, config)
+        if key is None or self.memo is None:
+            return None
+        started = time.perf_counter()
+        value = self.memo.get(key, _valid_result)
+        if value is None:
+            return None
+        ids, sources, chunks = value["ids"], value["sources"], self.chunks
+        try:
+            docs = [chunks[cid].doc_id for cid in ids]
+        except KeyError:
+            return None  # not a ranking of this corpus: search again
+        fresh = set(zip(ids, sources)) - self._verified
+        if fresh:
+            doc_of = dict(zip(ids, docs))
+            check_hits_in([Ranked(cid, doc_of[cid], 0.0, 0.0, src) for cid, src in sorted(fresh) if src],
+                          self.corpus_dir, self.distractor_dir)  # a chunk from outside the corpus stops the run
+            self._verified |= fresh
+        candidates = tuple(map(Ranked, ids, docs, value["scores"], value["similarities"], sources))
+        self.recalled += 1
+        return self._retrieval(value["query"], candidates, config, (time.perf_counter() - started) * 1000)

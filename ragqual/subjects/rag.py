@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragqual.vocab import ChatRequest, ChatResponse
-from ragqual.core import answer_metrics
+from ragqual.core import answer_metrics, textmatch
+from ragqual.core.diagnosis import Evidence, document_recall, fact_coverage
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
 from ragqual.core.scoring import Outcome
@@ -166,9 +167,12 @@ class RagSubject(Subject):
     metrics_version = RAG_METRICS_VERSION
 
     def derive_metrics(self, case: Case, mode: str, output: Any, context: str | None,
-                       outcomes: Sequence[Outcome]) -> dict[str, float | None]:
-        return metrics_from_outcomes(bool((case.input or {}).get("expectRefusal")), outcomes,
-                                     str(output or ""), context or "")
+                       outcomes: Sequence[Outcome], raw: Any = None) -> dict[str, float | None]:
+        golden = case.input or {}
+        metrics = metrics_from_outcomes(bool(golden.get("expectRefusal")), outcomes, str(output or ""), context or "")
+        if mode == "e2e":
+            metrics.update(context_metrics(golden, raw, context or ""))
+        return metrics
 
 
 
@@ -203,6 +207,25 @@ def metrics_from_outcomes(expect_refusal: bool, outcomes: Sequence[Outcome], ans
         "groundedness": answer_metrics.groundedness(answer, context),
         "thinkTagLeak": failed("think-tags"),
     }
+
+
+def context_metrics(golden: dict[str, Any], raw: Any, context: str) -> dict[str, float | None]:
+    """What retrieval handed the model in an e2e trial, from the injected ids its raw response keeps.
+
+    contextRecall  share of the golden's relevant documents with a chunk in the context (the
+                   retrieval tier's metric of the same name, measured on the trial itself)
+    factCoverage   share of the golden's mustInclude facts found in the context
+    None where the golden has no relevant documents or facts (out-of-corpus questions), or the
+    raw response does not say what was injected (a trial stored before these metrics existed).
+    """
+    if not isinstance(raw, dict) or "injected" not in raw:
+        return {}
+    evidence = Evidence(
+        expect_refusal=bool(golden.get("expectRefusal")), relevant_docs=tuple(golden.get("relevantDocIds") or ()),
+        injected=tuple(str(i) for i in raw.get("injected") or ()), context=context, answer="",
+        must_include=tuple(golden.get("mustInclude") or ()), must_not_include=(),
+    )
+    return {"contextRecall": document_recall(evidence), "factCoverage": fact_coverage(evidence, textmatch.found)}
 
 
 def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float | None]:

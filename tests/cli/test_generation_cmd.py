@@ -82,3 +82,28 @@ def test_summary_of_single_turn_questions_has_no_rewrite_note(workdir):
     result = invoke("generation", "--model", "mock", "--mode", "e2e", "--limit", "2", "--repeats", "1")
     assert result.exit_code == 0, result.output
     assert "rewrote" not in result.output
+
+
+def test_e2e_trials_store_what_the_context_held_and_a_rescore_reads_it_again(workdir):
+    result = invoke("--json", "generation", "--model", "mock", "--all-modes", "--limit", "8", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    run_id = json.loads(result.stdout)["run_id"]
+    db = _db(workdir)
+    sql = ("SELECT t.mode, mv.metric, COUNT(*), MIN(mv.value), MAX(mv.value) FROM metric_values mv "
+           "JOIN trials t ON t.id = mv.trial_id WHERE mv.run_id=? AND mv.metric IN ('contextRecall', 'factCoverage') "
+           "GROUP BY t.mode, mv.metric")
+    stored = {(mode, metric): (n, low, high) for mode, metric, n, low, high in db.execute(sql, (run_id,))}
+    assert set(stored) == {("e2e", "contextRecall"), ("e2e", "factCoverage")}  # oracle and noretrieval have none
+    assert all(0.0 <= low <= high <= 1.0 for _, low, high in stored.values())
+    # each value is the share of the golden's relevant documents among the injected chunks' documents
+    rows = db.execute("SELECT c.definition, t.raw_output, mv.value FROM metric_values mv JOIN trials t ON t.id = mv.trial_id "
+                      "JOIN cases c ON c.id = t.case_pk WHERE mv.run_id=? AND mv.metric='contextRecall'", (run_id,)).fetchall()
+    for definition, raw, value in rows:
+        golden = json.loads(definition)["input"]
+        injected = {i.rpartition("#")[0] for i in json.loads(raw)["injected"]}
+        relevant = golden["relevantDocIds"]
+        assert value == sum(d in injected for d in relevant) / len(relevant)
+    rescored = invoke("--json", "rescore", str(run_id))
+    assert rescored.exit_code == 0, rescored.output
+    again = db.execute(sql.replace("COUNT(*)", "COUNT(*) / 2"), (run_id,)).fetchall()
+    assert {(mode, metric): (n, low, high) for mode, metric, n, low, high in again} == stored

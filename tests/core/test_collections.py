@@ -1,8 +1,11 @@
 """BEIR and TREC parsing and validation: pure, hand-built inputs, every problem with file and line."""
 
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragqual.core import collections as col
 from ragqual.core.corpus import Document
@@ -175,3 +178,16 @@ def test_unknown_topic_field_is_an_issue(field):
 def test_documents_of_a_collection_are_documents_with_a_container():
     doc = _doc("7")
     assert isinstance(doc, Document) and doc.container == "docs.trec" and doc.filename == "docs.trec"
+
+
+_PIECES = ["<DOC>", "</DOC>", "<doc>", "</Doc>", "<DOCNO>7</DOCNO>", "<DOCNO>", "text", "\n", " ", "<", "DOC>", "/"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=25))
+def test_doc_elements_split_as_the_lazy_pattern_would(pieces):
+    # The reference: one lazy pattern, the body ending at the first </DOC>, the next <DOC> or the end.
+    text = "".join(pieces)
+    reference = [(m.start(), m.start() + len("<DOC>") + len(m.group(1)), m.end())
+                 for m in re.finditer(r"<DOC>(.*?)(</DOC>|(?=<DOC>)|\Z)", text, re.S | re.I)]
+    assert list(col._doc_elements(text)) == reference

@@ -1,0 +1,169 @@
+"""Whole retrievals remembered in the search cache: a warm run reads each ranking back instead of
+searching, only while everything the ranking depends on is unchanged, and the leak guard still
+checks every remembered hit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragqual.adapters.search_cache import CachedHit, SearchCache
+from ragqual.errors import LeakDetected
+from ragqual.pipeline import retrieval
+from ragqual.pipeline.chunking import Chunk, ChunkConfig
+from ragqual.pipeline.retrieval import RetrievalConfig, Retriever
+
+TEXTS = ["boil water for one minute", "bleach two drops per litre", "store water in clean containers",
+         "filter cloudy water first", "pressure canning needs a gauge", "water tanks need a lid"]
+QUERIES = ["how long to boil water", "bleach per litre of water", "what needs a gauge"]
+
+
+class CountingIndex:
+    """A dense index double: dot products over fixed vectors, hits sourced from the corpus files."""
+
+    def __init__(self, vectors: np.ndarray, corpus: Path):
+        self.vectors, self.corpus, self.searches = vectors, corpus, 0
+
+    def search_batch(self, queries, limit):
+        self.searches += len(queries)
+        return [self._hits(q, limit) for q in queries]
+
+    def search(self, vector, limit, score_threshold=None):
+        self.searches += 1
+        return self._hits(np.asarray(vector), limit)
+
+    def _hits(self, query, limit):
+        scored = sorted(((round(float(v @ query), 6), i) for i, v in enumerate(self.vectors)), key=lambda t: (-t[0], t[1]))
+        return [CachedHit(f"d{i}#0", f"d{i}", s, str(self.corpus / f"d{i}.md")) for s, i in scored[:limit]]
+
+
+class HashEmbedder:
+    """Deterministic vectors from the words of a text (enough for a ranking to exist)."""
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), 16), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, sum(map(ord, word)) % 16] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for i, text in enumerate(TEXTS):
+        (folder / f"d{i}.md").write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def memo(tmp_path: Path):
+    cache = SearchCache(tmp_path / "search")
+    yield cache
+    cache.close()
+
+
+def build(corpus: Path, memo, scope: str | None = "state-1", texts=TEXTS) -> tuple[Retriever, CountingIndex]:
+    chunks = [Chunk(f"d{i}#0", f"d{i}", 0, t, 0, len(t)) for i, t in enumerate(texts)]
+    embedder = HashEmbedder()
+    vectors = embedder.embed(list(texts))
+    index = CountingIndex(vectors, corpus)
+    return Retriever(chunks, vectors, index, embedder, ChunkConfig(), corpus, memo=memo, result_scope=scope), index
+
+
+CONFIGS = [RetrievalConfig(strategy=s, candidate_k=4, context_k=2, rerank=False) for s in ("dense", "bm25", "hybrid")]
+
+
+def run(retriever: Retriever) -> list:
+    retriever.prefetch(QUERIES, CONFIGS)
+    return [retriever.retrieve(q, c) for c in CONFIGS for q in QUERIES]
+
+
+def same(a, b) -> bool:
+    return [(r.query, r.candidates, r.context) for r in a] == [(r.query, r.candidates, r.context) for r in b]
+
+
+def test_a_second_run_reads_every_retrieval_back_and_searches_nothing(corpus, memo, monkeypatch):
+    first, index = build(corpus, memo)
+    cold = run(first)
+    assert index.searches > 0 and first.recalled == 0
+    second, index2 = build(corpus, memo)
+    monkeypatch.setattr(Retriever, "_bm25_search", lambda *a: pytest.fail("BM25 searched on a warm run"))
+    warm = run(second)
+    assert index2.searches == 0 and second.recalled == len(QUERIES) * len(CONFIGS)
+    assert same(cold, warm)
+    assert [r.context_text() for r in warm] == [r.context_text() for r in cold]
+
+
+def test_another_scope_query_or_configuration_is_searched_again(corpus, memo):
+    run(build(corpus, memo)[0])
+    other_state, index = build(corpus, memo, scope="state-2")
+    run(other_state)
+    assert other_state.recalled == 0 and index.searches > 0
+    again, _ = build(corpus, memo)
+    again.retrieve("a question never asked", CONFIGS[0])
+    again.retrieve(QUERIES[0], CONFIGS[0].with_(context_k=3))
+    assert again.recalled == 0
+
+
+def test_edited_ranking_code_is_searched_again(corpus, memo, monkeypatch):
+    run(build(corpus, memo)[0])
+    monkeypatch.setattr(retrieval, "ranking_code", lambda: "another version of the ranking code")
+    edited, index = build(corpus, memo)
+    run(edited)
+    assert edited.recalled == 0 and index.searches > 0
+
+
+def test_without_a_scope_nothing_is_remembered(corpus, memo):
+    run(build(corpus, memo, scope=None)[0])
+    again, index = build(corpus, memo, scope=None)
+    run(again)
+    assert again.recalled == 0 and index.searches > 0
+
+
+def test_another_corpus_under_the_same_index_scope_is_searched_again(corpus, memo):
+    run(build(corpus, memo)[0])
+    fewer, index = build(corpus, memo, texts=TEXTS[:3])  # BM25's inputs are part of the key
+    fewer.retrieve(QUERIES[2], CONFIGS[1])
+    assert fewer.recalled == 0
+
+
+def test_a_remembered_chunk_the_corpus_does_not_hold_is_searched_again(corpus, memo):
+    first, _ = build(corpus, memo)
+    first.retrieve(QUERIES[0], CONFIGS[0])
+    key = first._result_key(QUERIES[0], CONFIGS[0])
+    planted = memo.get(key, lambda v: True)
+    planted["ids"][0] = "not-in-this-corpus#0"
+    memo.put(key, planted)
+    second, index = build(corpus, memo)
+    got = second.retrieve(QUERIES[0], CONFIGS[0])
+    assert second.recalled == 0 and index.searches == 1
+    assert "not-in-this-corpus#0" not in {r.chunk_id for r in got.candidates}
+
+
+def test_a_remembered_hit_from_outside_the_corpus_stops_the_run(corpus, memo, tmp_path):
+    first, _ = build(corpus, memo)
+    first.retrieve(QUERIES[0], CONFIGS[0])
+    key = first._result_key(QUERIES[0], CONFIGS[0])
+    planted = memo.get(key, lambda v: True)
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("not corpus text", encoding="utf-8")
+    planted["sources"][0] = str(outside)
+    memo.put(key, planted)
+    second, _ = build(corpus, memo)
+    with pytest.raises(LeakDetected, match="elsewhere.md"):
+        second.retrieve(QUERIES[0], CONFIGS[0])
+
+
+def test_a_damaged_entry_is_a_warned_miss(corpus, memo):
+    first, _ = build(corpus, memo)
+    first.retrieve(QUERIES[0], CONFIGS[0])
+    key = first._result_key(QUERIES[0], CONFIGS[0])
+    memo.put(key, {"query": QUERIES[0], "ids": ["d0#0"], "scores": [], "similarities": [], "sources": []})
+    second, index = build(corpus, memo)
+    with pytest.warns(RuntimeWarning, match="unexpected shape"):
+        got = second.retrieve(QUERIES[0], CONFIGS[0])
+    assert second.recalled == 0 and index.searches == 1 and len(got.candidates) == 4
