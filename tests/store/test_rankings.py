@@ -5,6 +5,7 @@ the upgrade. On both backends."""
 
 from __future__ import annotations
 
+import json
 import struct
 
 import pytest
@@ -206,3 +207,13 @@ def test_the_view_names_the_row_that_holds_each_hit(ranked):
     con.close()
     assert {(r[0], r[1]) for r in rows} == ids
     assert [tuple(r[2:]) for r in rows] == [(r.query_id, r.strategy) for r in RANKINGS if r.chunk_ids]
+
+
+def test_ragqual_sql_reads_the_view(ranked, capsys):
+    """The read-only console lets the view expand the JSON (json_each on SQLite, a lateral set-returning
+    function on PostgreSQL) and shows the hits as the reader returns them."""
+    url, run = ranked
+    code, out, err = ragqual(url, ["--json", "sql", f"SELECT strategy, query_id, rank, chunk_id, doc_id, score "
+                                   f"FROM v_retrieval_hits WHERE run_id = {run} ORDER BY strategy, query_id, rank"], capsys)
+    assert (code, err) == (0, "")
+    assert [RetrievalRow(**row) for row in json.loads(out)] == hits_of(RANKINGS)
