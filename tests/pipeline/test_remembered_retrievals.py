@@ -136,7 +136,7 @@ def test_a_remembered_chunk_the_corpus_does_not_hold_is_searched_again(corpus, m
     first.retrieve(QUERIES[0], CONFIGS[0])
     key = first._result_key(QUERIES[0], CONFIGS[0])
     planted = memo.get(key, lambda v: True)
-    planted["ids"][0] = "not-in-this-corpus#0"
+    planted["ids"] = "\x00".join(["not-in-this-corpus#0", *planted["ids"].split("\x00")[1:]])
     memo.put(key, planted)
     second, index = build(corpus, memo)
     got = second.retrieve(QUERIES[0], CONFIGS[0])
@@ -144,18 +144,22 @@ def test_a_remembered_chunk_the_corpus_does_not_hold_is_searched_again(corpus, m
     assert "not-in-this-corpus#0" not in {r.chunk_id for r in got.candidates}
 
 
-def test_a_remembered_hit_from_outside_the_corpus_stops_the_run(corpus, memo, tmp_path):
+def test_the_same_corpus_in_another_folder_is_searched_again_and_the_leak_guard_sees_it(corpus, memo, tmp_path):
+    # The index's points still name files in the old folder: a remembered ranking must not hide that.
     first, _ = build(corpus, memo)
     first.retrieve(QUERIES[0], CONFIGS[0])
-    key = first._result_key(QUERIES[0], CONFIGS[0])
-    planted = memo.get(key, lambda v: True)
-    outside = tmp_path / "elsewhere.md"
-    outside.write_text("not corpus text", encoding="utf-8")
-    planted["sources"][0] = str(outside)
-    memo.put(key, planted)
-    second, _ = build(corpus, memo)
-    with pytest.raises(LeakDetected, match="elsewhere.md"):
-        second.retrieve(QUERIES[0], CONFIGS[0])
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for path in corpus.iterdir():
+        (moved / path.name).write_bytes(path.read_bytes())
+    chunks = [Chunk(f"d{i}#0", f"d{i}", 0, t, 0, len(t)) for i, t in enumerate(TEXTS)]
+    embedder = HashEmbedder()
+    vectors = embedder.embed(TEXTS)
+    elsewhere = Retriever(chunks, vectors, CountingIndex(vectors, corpus), embedder, ChunkConfig(), moved,
+                          memo=memo, result_scope="state-1")
+    with pytest.raises(LeakDetected, match="not a document in"):
+        elsewhere.retrieve(QUERIES[0], CONFIGS[0])
+    assert elsewhere.recalled == 0
 
 
 def test_a_damaged_entry_is_a_warned_miss(corpus, memo):
@@ -167,3 +171,28 @@ def test_a_damaged_entry_is_a_warned_miss(corpus, memo):
     with pytest.warns(RuntimeWarning, match="unexpected shape"):
         got = second.retrieve(QUERIES[0], CONFIGS[0])
     assert second.recalled == 0 and index.searches == 1 and len(got.candidates) == 4
+
+
+@pytest.mark.parametrize("damage", [
+    {"depth": 5},                    # more candidates claimed than stored
+    {"scores": "not base64!"},
+    {"similarities": "AAAA"},        # three bytes, not eight per candidate
+    {"ids": "d0#0"},                 # fewer ids than the depth
+])
+def test_a_packed_entry_that_does_not_add_up_is_searched_again(corpus, memo, damage):
+    first, _ = build(corpus, memo)
+    first.retrieve(QUERIES[0], CONFIGS[0])
+    key = first._result_key(QUERIES[0], CONFIGS[0])
+    memo.put(key, {**memo.get(key, lambda v: True), **damage})
+    second, index = build(corpus, memo)
+    assert len(second.retrieve(QUERIES[0], CONFIGS[0]).candidates) == 4
+    assert second.recalled == 0 and index.searches == 1
+
+
+def test_packing_keeps_every_field_exactly():
+    candidates = [retrieval.Ranked("a#0", "a", 0.1 + 0.2, 1 / 3, "/c/a.md"), retrieval.Ranked("b#1", "b", -2.5e-300, 0.0, "")]
+    packed = retrieval._pack("q", candidates)
+    ids, sources, scores, similarities = retrieval._unpack(packed)
+    assert list(zip(ids, ["a", "b"], scores, similarities, sources)) == [tuple(c) for c in candidates]
+    assert retrieval._unpack(retrieval._pack("q", [])) == ([], [], [], [])
+    assert retrieval._pack("q", [retrieval.Ranked("a\x00b#0", "a", 1.0, 1.0, "")]) is None
