@@ -28,7 +28,7 @@ from ragqual.errors import InputError
 from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
 from ragqual.pipeline.report import write_report
-from ragqual.pipeline.retrieval import STRATEGIES, Ranked, RetrievalConfig, Retriever
+from ragqual.pipeline.retrieval import STRATEGIES, Ranking, RetrievalConfig, Retriever
 from ragqual.pipeline.retrieval_tier import TierResult, quality_section, run_tier, timing_section
 from ragqual.store.records import RankingRow
 
@@ -129,7 +129,7 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     for name, result in results.items():
         metric_rows = [(None, q.golden.id, name, metric, value, 1) for q in result.queries for metric, value in sorted(q.metrics.items())]
         store.append_metrics(run_id, metric_rows)
-        store.append_rankings(run_id, [_ranking(name, q.golden.id, q.retrieval.candidates) for q in result.queries])
+        store.append_rankings(run_id, [_ranking(name, q.golden.id, q.retrieval.ranking) for q in result.queries])
     store.add_event(run_id, "finished")
     report = {
         "quality": {name: quality_section(r) for name, r in results.items()},
@@ -141,10 +141,9 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     return RetrievalOutcome(run_id, results, report)
 
 
-def _ranking(strategy: str, query_id: str, candidates: Sequence[Ranked]) -> RankingRow:
+def _ranking(strategy: str, query_id: str, ranking: Ranking) -> RankingRow:
     """One question's ranked candidates as the history stores them (one row, rank order)."""
-    return RankingRow(strategy, query_id, [c.chunk_id for c in candidates], [c.doc_id for c in candidates],
-                      [c.score for c in candidates])
+    return RankingRow(strategy, query_id, list(ranking.chunk_ids), list(ranking.doc_ids), list(ranking.scores))
 
 
 def _layout(corpus: CorpusContext) -> dict[str, object]:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cached_property, partial
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -76,13 +76,37 @@ class Ranked(NamedTuple):
     source: str = ""
 
 
+class Ranking(NamedTuple):
+    """A candidate list as columns, in rank order: a warm run at depth 1000 reads and stores
+    columns, and builds `Ranked` rows only for what is looked at one by one."""
+
+    chunk_ids: tuple[str, ...]
+    doc_ids: tuple[str, ...]
+    scores: tuple[float, ...]
+    similarities: tuple[float, ...]
+    sources: tuple[str, ...]
+
+    def rows(self, limit: int | None = None) -> tuple[Ranked, ...]:
+        return tuple(map(_ranked, zip(*(column[:limit] for column in self))))
+
+
+
+
 @dataclass(frozen=True)
 class Retrieval:
     query: str  # after preprocessing
-    candidates: tuple[Ranked, ...]  # the full reranked candidate list
+    ranking: Ranking  # the full reranked candidate list
     context: tuple[Ranked, ...]  # what reaches the prompt: top context_k above the threshold
     latency_ms: float = 0.0
     texts: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def candidates(self) -> tuple[Ranked, ...]:
+        """The full candidate list as rows."""
+        return self.ranking.rows()
+
+    def top(self, n: int) -> tuple[Ranked, ...]:
+        return self.ranking.rows(n)
 
     def context_text(self, separator: str = "\n\n") -> str:
         return separator.join(self.texts[r.chunk_id] for r in self.context)
@@ -147,15 +171,14 @@ def _unpack_floats(text: str, depth: int) -> list[float]:
     return np.frombuffer(raw, dtype="<f8").tolist()
 
 
-def _pack(query: str, candidates: Sequence[Ranked]) -> dict[str, Any] | None:
+def _pack(query: str, ranking: Ranking) -> dict[str, Any] | None:
     """A ranking as one small JSON object: ids and sources joined, numbers as float64 bytes
     (exact), which reads back about ten times faster than lists of a thousand JSON values."""
-    ids, sources = [r.chunk_id for r in candidates], [r.source for r in candidates]
-    if any(_SEPARATOR in text for text in (*ids, *sources)):
+    if any(_SEPARATOR in text for text in (*ranking.chunk_ids, *ranking.sources)):
         return None  # not representable: searched again next time
-    return {"query": query, "depth": len(candidates), "ids": _SEPARATOR.join(ids), "sources": _SEPARATOR.join(sources),
-            "scores": _pack_floats([r.score for r in candidates]),
-            "similarities": _pack_floats([r.similarity for r in candidates])}
+    return {"query": query, "depth": len(ranking.chunk_ids), "ids": _SEPARATOR.join(ranking.chunk_ids),
+            "sources": _SEPARATOR.join(ranking.sources), "scores": _pack_floats(ranking.scores),
+            "similarities": _pack_floats(ranking.similarities)}
 
 
 def _is_packed(value: Any) -> bool:
@@ -405,28 +428,32 @@ class Retriever:
         if config.rerank:
             ranked = lexical_rerank(terms(raw_query), ranked, self.texts, self.chunk_terms)
         chunks, sources = self.chunks, self.sources
-        candidates = tuple(map(Ranked, ranked, [chunks[cid].doc_id for cid in ranked],
-                               [round(scored[cid], 6) for cid in ranked], self._similarities(query, ranked),
-                               [sources.get(cid, "") for cid in ranked]))
-        self._remember(raw_query, config, query, candidates)
+        ranking = Ranking(tuple(ranked), tuple(chunks[cid].doc_id for cid in ranked),
+                          tuple(round(scored[cid], 6) for cid in ranked), tuple(self._similarities(query, ranked)),
+                          tuple(sources.get(cid, "") for cid in ranked))
+        self._remember(raw_query, config, query, ranking)
         elapsed = (time.perf_counter() - started) * 1000 + self._batch_share_ms
-        return self._retrieval(query, candidates, config, elapsed)
+        return self._retrieval(query, ranking, config, elapsed)
 
-    def _retrieval(self, query: str, candidates: tuple[Ranked, ...], config: RetrievalConfig,
-                   elapsed_ms: float) -> Retrieval:
-        above = [r for r in candidates if config.threshold is None or r.similarity >= config.threshold]
-        return Retrieval(query, candidates, tuple(above[: config.context_k]), elapsed_ms, self.texts)
+    def _retrieval(self, query: str, ranking: Ranking, config: RetrievalConfig, elapsed_ms: float) -> Retrieval:
+        """The context is the top `context_k` candidates whose similarity reaches the threshold."""
+        if config.threshold is None:
+            context = ranking.rows(config.context_k)
+        else:
+            keep = [i for i, sim in enumerate(ranking.similarities) if sim >= config.threshold][: config.context_k]
+            context = tuple(_ranked(tuple(column[i] for column in ranking)) for i in keep)
+        return Retrieval(query, ranking, context, elapsed_ms, self.texts)
 
     def _result_key(self, raw_query: str, config: RetrievalConfig) -> str | None:
         if self.memo is None or self._result_scope is None:
             return None
         return self.memo.key("ranking", scope=self._result_scope, config=config.as_dict(), query=raw_query)
 
-    def _remember(self, raw_query: str, config: RetrievalConfig, query: str, candidates: tuple[Ranked, ...]) -> None:
+    def _remember(self, raw_query: str, config: RetrievalConfig, query: str, ranking: Ranking) -> None:
         key = self._result_key(raw_query, config)
         if key is None or self.memo is None:
             return
-        packed = _pack(query, candidates)
+        packed = _pack(query, ranking)
         if packed is not None:
             self.memo.put(key, packed)
 
@@ -451,6 +478,6 @@ class Retriever:
             docs = list(map(self._doc_of.__getitem__, ids))
         except KeyError:
             return None  # not a ranking of this corpus: search again
-        candidates = tuple(map(_ranked, zip(ids, docs, scores, similarities, sources)))
         self.recalled += 1
-        return self._retrieval(value["query"], candidates, config, (time.perf_counter() - started) * 1000)
+        ranking = Ranking(tuple(ids), tuple(docs), tuple(scores), tuple(similarities), tuple(sources))
+        return self._retrieval(value["query"], ranking, config, (time.perf_counter() - started) * 1000)

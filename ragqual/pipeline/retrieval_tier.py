@@ -29,7 +29,7 @@ class QueryResult:
 
     @property
     def ranked_docs(self) -> list[str]:
-        return m.collapse_to_documents([r.doc_id for r in self.retrieval.candidates])
+        return m.collapse_to_documents(self.retrieval.ranking.doc_ids)
 
 
 @dataclass
@@ -48,7 +48,7 @@ def query_metrics(golden: Golden, retrieval: Retrieval, context_k: int, config_d
         return {"nonEmptyRefusal": 1.0 if retrieval.context else 0.0,
                 "contextChars": float(len(retrieval.context_text()))}
     judgements = dict(golden.grades)
-    chunk_docs = [r.doc_id for r in retrieval.candidates]
+    chunk_docs = retrieval.ranking.doc_ids
     docs = m.collapse_to_documents(chunk_docs)
     out: dict[str, float] = {}
     for k in CUTOFFS:
@@ -101,7 +101,7 @@ def score_distributions(queries: Sequence[QueryResult]) -> dict[str, dict[str, f
     other: list[float] = []
     refusal: list[float] = []
     for q in queries:
-        for r in q.retrieval.candidates[:5]:
+        for r in q.retrieval.top(5):
             if q.golden.expect_refusal:
                 refusal.append(r.similarity)
             elif r.doc_id in q.golden.relevant_doc_ids:
@@ -139,7 +139,7 @@ def quality_section(result: TierResult) -> dict[str, Any]:
         "misses": misses(result.queries),
         "perQuestion": [
             {"id": q.golden.id, "tags": list(q.golden.tags), "metrics": {k: round(v, DIGITS) for k, v in sorted(q.metrics.items())},
-             "retrieved": [[r.chunk_id, r.similarity] for r in q.retrieval.candidates[:10]]}
+             "retrieved": [[r.chunk_id, r.similarity] for r in q.retrieval.top(10)]}
             for q in result.queries
         ],
     }

@@ -190,9 +190,9 @@ def test_a_packed_entry_that_does_not_add_up_is_searched_again(corpus, memo, dam
 
 
 def test_packing_keeps_every_field_exactly():
-    candidates = [retrieval.Ranked("a#0", "a", 0.1 + 0.2, 1 / 3, "/c/a.md"), retrieval.Ranked("b#1", "b", -2.5e-300, 0.0, "")]
-    packed = retrieval._pack("q", candidates)
-    ids, sources, scores, similarities = retrieval._unpack(packed)
-    assert list(zip(ids, ["a", "b"], scores, similarities, sources)) == [tuple(c) for c in candidates]
-    assert retrieval._unpack(retrieval._pack("q", [])) == ([], [], [], [])
-    assert retrieval._pack("q", [retrieval.Ranked("a\x00b#0", "a", 1.0, 1.0, "")]) is None
+    ranking = retrieval.Ranking(("a#0", "b#1"), ("a", "b"), (0.1 + 0.2, -2.5e-300), (1 / 3, 0.0), ("/c/a.md", ""))
+    ids, sources, scores, similarities = retrieval._unpack(retrieval._pack("q", ranking))
+    assert (tuple(ids), ranking.doc_ids, tuple(scores), tuple(similarities), tuple(sources)) == ranking
+    empty = retrieval.Ranking((), (), (), (), ())
+    assert retrieval._unpack(retrieval._pack("q", empty)) == ([], [], [], [])
+    assert retrieval._pack("q", retrieval.Ranking(("a\x00b#0",), ("a",), (1.0,), (1.0,), ("",))) is None
