@@ -12,13 +12,14 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.core import display
+from ragqual.core.histogram import DEFAULT_BINS, histogram
 from ragqual.core.metric_names import PAGE_QUESTION_METRICS, gated_names
 from ragqual.reports import page
 from ragqual.store.case_reads import case_definitions
 from ragqual.store.generation_reads import ModeLine, mode_lines
 from ragqual.store.queries import metric_frame
 from ragqual.store.records import RunInfo
-from ragqual.store.retrieval_reads import retrieval_hits
+from ragqual.store.retrieval_reads import retrieval_scores
 from ragqual.store.trial_reads import Scoring, StoredTrial, run_answers, run_scorings, run_trials
 
 QUESTION_TABLE = "questions"
@@ -69,36 +70,55 @@ def decomposition_chart(lines: Sequence[ModeLine]) -> alt.LayerChart | alt.Facet
 
 
 HIT_KINDS = ("relevant", "non-relevant", "refusal question")
+HIT_COLOURS = ("#2e7d32", "#9e9e9e", "#c62828")
+SCORE_D3 = ".4~g"  # a bin's edges in the tooltip: cosine, BM25 and fused-rank scores differ in scale
+
+
+def hit_kinds(doc_ids: Sequence[str], golden: dict[str, Any]) -> list[str]:
+    """Each hit of one question's ranking: of a question that expects a refusal, of one of its
+    relevant documents, or neither."""
+    if golden.get("expectRefusal"):
+        return [HIT_KINDS[2]] * len(doc_ids)
+    relevant = set(golden.get("relevantDocIds") or ())
+    return [HIT_KINDS[0] if doc_id in relevant else HIT_KINDS[1] for doc_id in doc_ids]
 
 
 def hit_kind(doc_id: str, golden: dict[str, Any]) -> str:
-    """A hit of a question that expects a refusal, of one of its relevant documents, or neither."""
-    if golden.get("expectRefusal"):
-        return "refusal question"
-    return "relevant" if doc_id in set(golden.get("relevantDocIds") or ()) else "non-relevant"
+    """One hit's kind (`hit_kinds`)."""
+    return hit_kinds([doc_id], golden)[0]
 
 
-def hits_frame(engine: Engine, run_id: int) -> pd.DataFrame:
-    hits = retrieval_hits(engine, run_id)
-    definitions = case_definitions(engine, sorted({h.query_id for h in hits}))
-    rows = [(h.strategy, hit_kind(h.doc_id, _golden(definitions.get(h.query_id, {}))), round(h.score, 4))
-            for h in hits]
-    return pd.DataFrame(rows, columns=["strategy", "kind", "score"])
+def hit_bins(engine: Engine, run_id: int, bins: int = DEFAULT_BINS) -> pd.DataFrame:
+    """The run's hit scores binned per strategy, each on its own range (cosine, BM25 and fused ranks
+    have their own scales), counted per kind: one row (strategy, kind, start, end, hits) per bin
+    that holds a hit, so a chart gets at most strategies x kinds x bins records, not one per hit."""
+    rankings = retrieval_scores(engine, run_id)
+    definitions = case_definitions(engine, sorted({r.query_id for r in rankings}))
+    scores: dict[str, list[float]] = {}
+    kinds: dict[str, list[str]] = {}
+    for ranking in rankings:
+        scores.setdefault(ranking.strategy, []).extend(ranking.scores)
+        kinds.setdefault(ranking.strategy, []).extend(
+            hit_kinds(ranking.doc_ids, _golden(definitions.get(ranking.query_id, {}))))
+    rows = [(strategy, *bar) for strategy, values in scores.items()
+            for bar in histogram(values, kinds[strategy], HIT_KINDS, bins)]
+    return pd.DataFrame(rows, columns=["strategy", "kind", "start", "end", "hits"])
 
 
-def similarity_histograms(hits: pd.DataFrame) -> alt.VConcatChart:
-    """Overlaid histograms of hit scores by kind, one panel per strategy, each binned on its own range
-    (a strategy's scores have their own scale: cosine, BM25, fused ranks)."""
-    colour = alt.Color("kind:N", scale=alt.Scale(domain=list(HIT_KINDS), range=["#2e7d32", "#9e9e9e", "#c62828"]),
-                       title="hit of")
+def similarity_histograms(bins: pd.DataFrame) -> alt.VConcatChart:
+    """Overlaid histograms of hit scores by kind, one panel per strategy, drawn from `hit_bins`'
+    counts (the bars' edges and heights; Vega bins nothing)."""
+    colour = alt.Color("kind:N", scale=alt.Scale(domain=list(HIT_KINDS), range=list(HIT_COLOURS)), title="hit of")
     panels = [
-        alt.Chart(alt.Data(values=page.records(hits[hits["strategy"] == strategy]))).mark_bar(
+        alt.Chart(alt.Data(values=page.records(bins[bins["strategy"] == strategy]))).mark_bar(
             opacity=0.55, binSpacing=0).encode(
-            x=alt.X("score:Q", bin=alt.Bin(maxbins=40), title=f"{strategy}: score of the hit"),
-            y=alt.Y("count():Q", stack=None, title="hits"), color=colour,
-            tooltip=["kind:N", alt.Tooltip("count():Q", title="hits")],
+            x=alt.X("start:Q", bin="binned", title=f"{strategy}: score of the hit"), x2="end:Q",
+            y=alt.Y("hits:Q", stack=None, title="hits"), color=colour,
+            tooltip=["kind:N", alt.Tooltip("hits:Q", title="hits"),
+                     alt.Tooltip("start:Q", title="score from", format=SCORE_D3),
+                     alt.Tooltip("end:Q", title="score to", format=SCORE_D3)],
         ).properties(width=700, height=130)
-        for strategy in dict.fromkeys(hits["strategy"])
+        for strategy in dict.fromkeys(bins["strategy"])
     ]
     return alt.vconcat(*panels)
 
@@ -248,7 +268,7 @@ def _retrieval_body(engine: Engine, run_id: int, questions: pd.DataFrame,
         metric = first if first in set(questions["metric"]) else sorted(set(questions["metric"]))[0]
         tags = per_tag_frame(engine, questions, metric)
         strategies = [c for c in tags.columns if c != "tag"]
-        parts += _hits_section(engine, run_id, prefix)
+        parts += hits_section(engine, run_id, prefix)
         parts.append(page.section(f"{metric} per tag", page.chart(
             f"{prefix}tags", bars(tags, "tag", strategies, f"{metric} per tag and strategy"),
             "Which kinds of question each strategy misses.")))
@@ -257,12 +277,13 @@ def _retrieval_body(engine: Engine, run_id: int, questions: pd.DataFrame,
     return parts
 
 
-def _hits_section(engine: Engine, run_id: int, prefix: str) -> list[str]:
-    hits = hits_frame(engine, run_id)
-    if hits.empty:
+def hits_section(engine: Engine, run_id: int, prefix: str = "") -> list[str]:
+    """The histograms of the hits' scores (none when the run stored no hit)."""
+    bins = hit_bins(engine, run_id)
+    if bins.empty:
         return []
     return [page.section("similarity of the hits", page.chart(
-        f"{prefix}similarity", similarity_histograms(hits),
+        f"{prefix}similarity", similarity_histograms(bins),
         "Where a similarity cut-off (--threshold) could separate relevant hits from the rest: green overlapping "
         "grey means no cut-off keeps one without the other; red is what a refusal question retrieves."))]
 

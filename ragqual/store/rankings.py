@@ -30,9 +30,15 @@ def encode(run_id: int, ranking: RankingRow) -> tuple[Any, ...]:
             _encode(list(ranking.doc_ids)), _encode([float(s) for s in ranking.scores]))
 
 
+def decode(column: str) -> list[Any]:
+    """One stored array column (`chunk_ids`, `doc_ids` or `scores`) back as a list, rank order."""
+    values: list[Any] = json.loads(column)
+    return values
+
+
 def expand(strategy: str, query_id: str, chunk_ids: str, doc_ids: str, scores: str) -> list[RetrievalRow]:
     """One stored ranking as its hits, rank 1 first."""
-    chunks: Sequence[str] = json.loads(chunk_ids)
+    chunks: Sequence[str] = decode(chunk_ids)
     return [RetrievalRow(strategy, query_id, rank, chunk, doc, score)
-            for rank, chunk, doc, score in zip(range(1, len(chunks) + 1), chunks, json.loads(doc_ids),
-                                               json.loads(scores), strict=True)]
+            for rank, chunk, doc, score in zip(range(1, len(chunks) + 1), chunks, decode(doc_ids),
+                                               decode(scores), strict=True)]

@@ -126,6 +126,16 @@ class RankingRow(NamedTuple):
     scores: Sequence[float]
 
 
+class RankedScores(NamedTuple):
+    """One stored ranking read back as the two columns a chart of scores needs, rank order: what
+    `retrieval_scores` gives instead of one `RetrievalRow` per hit."""
+
+    strategy: str
+    query_id: str
+    doc_ids: list[str]
+    scores: list[float]
+
+
 OPEN_EVENTS = ("started", "resumed")
 
 

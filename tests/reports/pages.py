@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 # Anything a browser would fetch: an attribute holding a URL, a CSS url()/@import, a fetch/XHR/import.
@@ -32,3 +33,28 @@ def marks_in(dom: str, chart_id: str) -> int:
     end = dom.find('data-chart', dom.index("data-chart", start) + 1)
     part = dom[start: end if end > 0 else len(dom)]
     return len(re.findall(r'role="graphics-symbol"', part))
+
+
+def chart_spec(text: str, chart_id: str) -> dict:
+    """The Vega-Lite spec a page holds for one chart (its inline JSON script)."""
+    found = re.search(rf'<script type="application/vnd.vegalite\+json" data-target="{re.escape(chart_id)}">(.*?)</script>',
+                      text, re.DOTALL)
+    assert found, f"no chart {chart_id}"
+    return json.loads(found.group(1))
+
+
+def inline_records(spec: object) -> list[dict]:
+    """Every record of inline data anywhere in a spec (`data.values` of each view, `datasets`)."""
+    if isinstance(spec, dict):
+        found = [r for key, value in spec.items() if key in ("values", "datasets") for r in _rows(value)]
+        return found + [r for key, value in spec.items() if key not in ("values", "datasets")
+                        for r in inline_records(value)]
+    if isinstance(spec, list):
+        return [r for item in spec for r in inline_records(item)]
+    return []
+
+
+def _rows(value: object) -> list[dict]:
+    if isinstance(value, dict):  # datasets: name -> records
+        return [r for rows in value.values() for r in _rows(rows)]
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []

@@ -8,7 +8,7 @@ import pytest
 
 from tests.cli.conftest import invoke
 from tests.reports.conftest import QUESTIONS
-from tests.reports.pages import resource_references, table_rows
+from tests.reports.pages import chart_spec, inline_records, resource_references, table_rows
 
 KINDS = ("eval", "run-retrieval", "run-generation", "compare", "history", "matrix")
 
@@ -89,14 +89,47 @@ def test_hits_are_classed_by_the_golden():
     assert hit_kind("cpr-adult", {"relevantDocIds": [], "expectRefusal": True}) == "refusal question"
 
 
-def test_the_retrieval_page_plots_every_stored_hit(reports):
+def stored_hits(database, run: int) -> dict[tuple[str, str], list[float]]:
+    """(strategy, kind) -> the scores of the run's stored hits, read with sqlite3 and the goldens."""
+    import json
     import sqlite3
 
-    text = reports.pages["run-retrieval"].read_text(encoding="utf-8")
-    db = sqlite3.connect(reports.root / "eval-results" / "eval.db")
-    stored = db.execute("SELECT COUNT(*) FROM v_retrieval_hits WHERE run_id = ?", (reports.retrieval_run,)).fetchone()[0]
-    assert stored > 0
-    assert len(re.findall(r'\{"kind":"(?:relevant|non-relevant|refusal question)","score":', text)) == stored
+    from ragqual.reports.run import hit_kind
+
+    db = sqlite3.connect(database)
+    goldens = {}
+    for case_id, definition in db.execute("SELECT case_id, definition FROM cases ORDER BY id"):
+        data = json.loads(definition)
+        goldens[case_id] = data["input"] if isinstance(data.get("input"), dict) else data
+    hits: dict[tuple[str, str], list[float]] = {}
+    for strategy, query_id, doc_id, score in db.execute(
+            "SELECT strategy, query_id, doc_id, score FROM v_retrieval_hits WHERE run_id = ?", (run,)):
+        hits.setdefault((strategy, hit_kind(doc_id, goldens[query_id])), []).append(score)
+    db.close()
+    return hits
+
+
+def test_the_retrieval_page_counts_every_stored_hit_in_its_bins(reports):
+    """The histograms' bins are counted before the page: their counts sum to the stored hits of each
+    strategy and kind, and each strategy's bins span its own scores' range."""
+    from ragqual.core.histogram import DEFAULT_BINS
+    from ragqual.reports.run import HIT_KINDS
+
+    stored = stored_hits(reports.root / "eval-results" / "eval.db", reports.retrieval_run)
+    assert sum(map(len, stored.values())) > 0
+    bars = inline_records(chart_spec(reports.pages["run-retrieval"].read_text(encoding="utf-8"), "similarity"))
+    counted: dict[tuple[str, str], int] = {}
+    for bar in bars:
+        assert bar["start"] < bar["end"] and bar["hits"] > 0
+        counted[(bar["strategy"], bar["kind"])] = counted.get((bar["strategy"], bar["kind"]), 0) + bar["hits"]
+    assert counted == {key: len(scores) for key, scores in stored.items()}
+    strategies = {strategy for strategy, _ in stored}
+    assert len(bars) <= len(strategies) * len(HIT_KINDS) * DEFAULT_BINS
+    for strategy in strategies:
+        scores = [s for (name, _), values in stored.items() if name == strategy for s in values]
+        mine = [b for b in bars if b["strategy"] == strategy]
+        assert min(b["start"] for b in mine) == pytest.approx(min(scores), rel=1e-9)
+        assert max(b["end"] for b in mine) == pytest.approx(max(scores), rel=1e-9)
 
 
 def test_the_history_interval_is_z_sd_over_root_n_of_the_question_means():

@@ -15,8 +15,8 @@ from sqlalchemy.exc import IntegrityError
 
 from ragqual.cli.main import main
 from ragqual.store import db, rankings, sealing
-from ragqual.store.records import RankingRow, RetrievalRow
-from ragqual.store.retrieval_reads import retrieval_hits
+from ragqual.store.records import RankedScores, RankingRow, RetrievalRow
+from ragqual.store.retrieval_reads import retrieval_hits, retrieval_scores
 from ragqual.store.runstore import RunStore
 from ragqual.store.verify import verify
 from tests.store.conftest import dbapi_error, raw_connect
@@ -107,6 +107,47 @@ def test_rankings_read_back_as_hits_and_the_view_shows_the_same_rows(ranked):
     assert [tuple(r) for r in stored.fetchall()] == [(r.strategy, r.query_id, len(r.chunk_ids)) for r in RANKINGS]
     assert con.execute(f"SELECT COUNT(*) FROM retrieval_results WHERE run_id = {run}").fetchone()[0] == 0
     con.close()
+
+
+def as_rankings(hits: list[RetrievalRow]) -> list[RankedScores]:
+    """Hits (by strategy, question and rank) grouped back into each ranking's doc ids and scores."""
+    grouped: dict[tuple[str, str], RankedScores] = {}
+    for h in hits:
+        grouped.setdefault((h.strategy, h.query_id), RankedScores(h.strategy, h.query_id, [], []))
+        grouped[(h.strategy, h.query_id)].doc_ids.append(h.doc_id)
+        grouped[(h.strategy, h.query_id)].scores.append(h.score)
+    return list(grouped.values())
+
+
+def score_bits(rankings: list[RankedScores]) -> list[tuple]:
+    return [(r.strategy, r.query_id, r.doc_ids, [struct.pack("<d", s) for s in r.scores]) for r in rankings]
+
+
+def test_scores_read_back_as_the_same_hits_one_entry_per_ranking(ranked):
+    url, run = ranked
+    engine = db.make_engine(url)
+    scores, hits = retrieval_scores(engine, run), retrieval_hits(engine, run)
+    engine.dispose()
+    assert [(r.strategy, r.query_id) for r in scores] == sorted((r.strategy, r.query_id) for r in RANKINGS)
+    assert score_bits([r for r in scores if r.doc_ids]) == score_bits(as_rankings(hits))
+    assert [r for r in scores if not r.doc_ids] == [RankedScores("bm25", "q1", [], [])]
+
+
+def test_scores_of_old_rows_and_of_both_layouts_in_one_run_read_as_the_hits_do(store_head_url):
+    """A run of `retrieval_results` rows only, and one holding rows of both layouts (written by hand):
+    the rankings `retrieval_scores` gives hold the hits `retrieval_hits` gives, in the same order."""
+    store = RunStore.open(store_head_url)
+    old_run, both_run = (store.start_run("retrieval", "rag", provenance()) for _ in range(2))
+    append_old_layout_hits(store.engine, old_run, OLD_HITS)
+    store.append_rankings(both_run, RANKINGS)
+    append_old_layout_hits(store.engine, both_run, OLD_HITS)
+    for run in (old_run, both_run):
+        hits = retrieval_hits(store.engine, run)
+        assert score_bits([r for r in retrieval_scores(store.engine, run) if r.doc_ids]) == score_bits(as_rankings(hits))
+    merged = {(r.strategy, r.query_id): r.doc_ids for r in retrieval_scores(store.engine, both_run)}
+    store.engine.dispose()
+    assert merged[("dense", "q1")] == ["france.md", "b.md", "germany.md"]  # rank 1 twice (the old row first), rank 2
+    assert merged[("bm25", "q1")] == ["germany.md"]
 
 
 def test_update_delete_replace_and_a_second_ranking_of_a_question_are_refused(ranked):
