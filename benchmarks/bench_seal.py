@@ -13,7 +13,7 @@ before migration 0007 (one `retrieval_results` row per rank, built as one tuple 
 appended in one sealed transaction, exactly what `append_retrieval_results` was) and as it does now
 (`append_rankings`, one `retrieval_rankings` row per strategy and question). Each line times building
 the rows from the same candidate lists plus appending and sealing them, reading the run back with
-`retrieval_reads.retrieval_hits` (what the run page reads), `verify`, and the database's growth.
+`retrieval_reads.retrieval_hits` (every hit as a row), `verify`, and the database's growth.
 
     python benchmarks/bench_seal.py [--trials 1000] [--repeats 3] [--no-vaswani]
 """
