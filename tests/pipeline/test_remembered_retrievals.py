@@ -74,6 +74,13 @@ def build(corpus: Path, memo, scope: str | None = "state-1", texts=TEXTS) -> tup
     return Retriever(chunks, vectors, index, embedder, ChunkConfig(), corpus, memo=memo, result_scope=scope), index
 
 
+def remembered_once(corpus: Path, memo) -> str:
+    """Retrieve the first question once (so it is remembered) and return its entry's key."""
+    first, _ = build(corpus, memo)
+    first.retrieve(QUERIES[0], CONFIGS[0])
+    return first._result_key(QUERIES[0], CONFIGS[0])
+
+
 CONFIGS = [RetrievalConfig(strategy=s, candidate_k=4, context_k=2, rerank=False) for s in ("dense", "bm25", "hybrid")]
 
 
@@ -132,9 +139,7 @@ def test_another_corpus_under_the_same_index_scope_is_searched_again(corpus, mem
 
 
 def test_a_remembered_chunk_the_corpus_does_not_hold_is_searched_again(corpus, memo):
-    first, _ = build(corpus, memo)
-    first.retrieve(QUERIES[0], CONFIGS[0])
-    key = first._result_key(QUERIES[0], CONFIGS[0])
+    key = remembered_once(corpus, memo)
     planted = memo.get(key, lambda v: True)
     planted["ids"] = "\x00".join(["not-in-this-corpus#0", *planted["ids"].split("\x00")[1:]])
     memo.put(key, planted)
@@ -163,9 +168,7 @@ def test_the_same_corpus_in_another_folder_is_searched_again_and_the_leak_guard_
 
 
 def test_a_damaged_entry_is_a_warned_miss(corpus, memo):
-    first, _ = build(corpus, memo)
-    first.retrieve(QUERIES[0], CONFIGS[0])
-    key = first._result_key(QUERIES[0], CONFIGS[0])
+    key = remembered_once(corpus, memo)
     memo.put(key, {"query": QUERIES[0], "ids": ["d0#0"], "scores": [], "similarities": [], "sources": []})
     second, index = build(corpus, memo)
     with pytest.warns(RuntimeWarning, match="unexpected shape"):
@@ -180,9 +183,7 @@ def test_a_damaged_entry_is_a_warned_miss(corpus, memo):
     {"ids": "d0#0"},                 # fewer ids than the depth
 ])
 def test_a_packed_entry_that_does_not_add_up_is_searched_again(corpus, memo, damage):
-    first, _ = build(corpus, memo)
-    first.retrieve(QUERIES[0], CONFIGS[0])
-    key = first._result_key(QUERIES[0], CONFIGS[0])
+    key = remembered_once(corpus, memo)
     memo.put(key, {**memo.get(key, lambda v: True), **damage})
     second, index = build(corpus, memo)
     assert len(second.retrieve(QUERIES[0], CONFIGS[0]).candidates) == 4
