@@ -115,11 +115,12 @@ def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]
 def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
                   configs: dict[str, RetrievalConfig], *, kind: str = "retrieval",
                   retriever: Retriever | None = None) -> RetrievalOutcome:
-    """Run each named configuration over the goldens and append everything to the history."""
+    """Run each named configuration over the goldens and append everything to the history. The
+    history is opened first: a database behind the current migration is refused before any search."""
+    store = app.store()
     retriever = retriever or build_retriever(corpus)
     retriever.prefetch([g.query for g in goldens], list(configs.values()))
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
-    store = app.store()
     provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},
                                  "chunking": corpus.chunk_config.as_dict(), "embedder": corpus.embedder_id,
                                  "goldens": len(goldens)},

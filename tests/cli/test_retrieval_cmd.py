@@ -67,8 +67,21 @@ def test_ablation_prints_each_stage_with_deltas(workdir):
 def test_unknown_tag_is_a_usage_error(workdir):
     from click.testing import CliRunner
 
-    from ragqual.cli.main import main
-
     result = CliRunner().invoke(cli, ["retrieval", "--tag", "no-such-tag"])
     assert result.exit_code != 0
     assert "no-such-tag" in str(result.exception) or "no-such-tag" in result.output
+
+
+def test_a_history_behind_the_current_migration_is_refused_before_any_search(workdir, tmp_path, capsys, monkeypatch):
+    from ragqual.app import retrieval_run
+    from tests.cli.conftest import ragqual
+
+    from ragqual.store import db as store_db
+
+    db = tmp_path / "old.db"
+    engine = store_db.make_engine(f"sqlite:///{db}")
+    store_db.upgrade(engine, "0006")  # a history written by the previous release
+    engine.dispose()
+    monkeypatch.setattr(retrieval_run, "build_retriever", lambda corpus: (_ for _ in ()).throw(AssertionError("searched")))
+    code, _, err = ragqual(db, ["retrieval", "--strategy", "bm25"], capsys)
+    assert code == 2 and "is at 0006, this ragqual needs" in err and "ragqual db upgrade" in err
