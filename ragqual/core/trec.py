@@ -68,7 +68,7 @@ def read_qrels(text: str, source: str) -> tuple[Qrels, dict[str, list[tuple[str,
     a query: {qid: [(docno, line number)]}.
 
     A judgement repeated for the same query is kept aside rather than refused here: trec_eval
-    refuses it only for a query it evaluates (`check_like_trec_eval`). The first label stays.
+    refuses it only for a query it evaluates (`plan_like_trec_eval`). The first label stays.
     """
     qrels, again, issues = _scan_qrels(text, source)
     if issues:
@@ -351,23 +351,6 @@ def _topic_refusal(
         return TrecEvalRefused(f"trec_eval.form_res_rels: duplicate docs {doc} (topic {qid}, "
                                f"judged again on qrels line {line})", 4)
     return None
-
-
-def check_like_trec_eval(
-    qrels: Qrels,
-    run: Run,
-    judged_again: Mapping[str, Sequence[tuple[str, int]]],
-    run_copies: Mapping[str, Sequence[tuple[str, float, int]]],
-    *,
-    complete: bool = False,
-    max_docs: int | None = None,
-    missing: str = MISSING_REFUSE,
-) -> None:
-    """Raise the refusal of `plan_like_trec_eval`, if trec_eval 10.0 would stop at all."""
-    _, refusal = plan_like_trec_eval(qrels, run, judged_again, run_copies, complete=complete,
-                                     max_docs=max_docs, missing=missing)
-    if refusal is not None:
-        raise refusal
 
 
 def summary_scores(results: Mapping[str, Mapping[str, float]], qrels: Qrels, *, complete: bool = False

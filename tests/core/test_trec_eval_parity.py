@@ -161,7 +161,6 @@ def test_agrees_with_pytrec_eval_on_random_cases(seed, level):
 
 from ragqual.core.trec import (  # noqa: E402
     TrecEvalRefused,
-    check_like_trec_eval,
     plan_like_trec_eval,
     read_qrels,
     read_run,
@@ -178,6 +177,13 @@ def test_read_run_keeps_the_highest_copy_and_the_strict_parser_names_the_line():
         parse_run(text, "r")
     assert [str(i) for i in failed.value.issues] == ["r:2: document 'd1' retrieved twice for query 'q1'",
                                                      "r:3: document 'd1' retrieved twice for query 'q1'"]
+
+
+def check_like_trec_eval(*args, **options) -> None:
+    """Raise the refusal of the plan, if trec_eval 10.0 would stop at all."""
+    _, refusal = plan_like_trec_eval(*args, **options)
+    if refusal is not None:
+        raise refusal
 
 
 def test_topics_are_checked_in_byte_order_and_only_scored_topics_refuse_duplicates():
