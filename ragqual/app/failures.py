@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from ragqual.core import textmatch
-from ragqual.core.diagnosis import CauseCount, Evidence, cause_of, count_causes, document_recall, fact_coverage
+from ragqual.core.diagnosis import (CauseCount, Evidence, cause_of, count_causes, document_recall, evidence_from,
+                                    fact_coverage)
 from ragqual.store.failure_reads import FailureTrial, run_failure_trials
 
 NO_CONTEXT = "no-context"  # noretrieval mode: the model was given nothing by design
@@ -19,16 +20,7 @@ matches = textmatch.found  # a golden's regex against a text; running out of tim
 
 
 def evidence(trial: FailureTrial) -> Evidence:
-    golden = trial.case_input
-    raw = trial.raw_output if isinstance(trial.raw_output, dict) else {}
-    return Evidence(
-        expect_refusal=bool(golden.get("expectRefusal")),
-        relevant_docs=tuple(golden.get("relevantDocIds") or ()),
-        injected=tuple(str(i) for i in raw.get("injected") or ()),
-        context=trial.context, answer=trial.answer,
-        must_include=tuple(golden.get("mustInclude") or ()),
-        must_not_include=tuple(golden.get("mustNotInclude") or ()),
-    )
+    return evidence_from(trial.case_input, trial.raw_output, trial.context, trial.answer)
 
 
 def failed(trial: FailureTrial) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 CAUSES = ("answered-out-of-corpus", "missed-document", "near-miss", "fact-not-in-context", "model")
 RETRIEVAL_CAUSES = frozenset({"missed-document"})
@@ -41,6 +42,20 @@ class Evidence:
     answer: str
     must_include: tuple[str, ...]
     must_not_include: tuple[str, ...]
+
+
+def evidence_from(golden: Mapping[str, Any], raw: Any, context: str, answer: str) -> Evidence:
+    """A trial as the diagnosis reads it, from its golden (the case input), its raw response
+    (whose `injected` names what reached the context), its context and its answer."""
+    injected = raw.get("injected") if isinstance(raw, Mapping) else None
+    return Evidence(
+        expect_refusal=bool(golden.get("expectRefusal")),
+        relevant_docs=tuple(golden.get("relevantDocIds") or ()),
+        injected=tuple(str(i) for i in injected or ()),
+        context=context, answer=answer,
+        must_include=tuple(golden.get("mustInclude") or ()),
+        must_not_include=tuple(golden.get("mustNotInclude") or ()),
+    )
 
 
 def doc_of(injected_id: str) -> str:

@@ -90,8 +90,6 @@ class Ranking(NamedTuple):
         return tuple(map(_ranked, zip(*(column[:limit] for column in self))))
 
 
-
-
 @dataclass(frozen=True)
 class Retrieval:
     query: str  # after preprocessing
@@ -427,8 +425,8 @@ class Retriever:
         ranked = [cid for cid, _ in _order(scored)][: config.candidate_k]
         if config.rerank:
             ranked = lexical_rerank(terms(raw_query), ranked, self.texts, self.chunk_terms)
-        chunks, sources = self.chunks, self.sources
-        ranking = Ranking(tuple(ranked), tuple(chunks[cid].doc_id for cid in ranked),
+        doc_of, sources = self._doc_of, self.sources
+        ranking = Ranking(tuple(ranked), tuple(doc_of[cid] for cid in ranked),
                           tuple(round(scored[cid], 6) for cid in ranked), tuple(self._similarities(query, ranked)),
                           tuple(sources.get(cid, "") for cid in ranked))
         self._remember(raw_query, config, query, ranking)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ragqual.vocab import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics, textmatch
-from ragqual.core.diagnosis import Evidence, document_recall, fact_coverage
+from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
 from ragqual.core.scoring import Outcome
@@ -220,11 +220,7 @@ def context_metrics(golden: dict[str, Any], raw: Any, context: str) -> dict[str,
     """
     if not isinstance(raw, dict) or "injected" not in raw:
         return {}
-    evidence = Evidence(
-        expect_refusal=bool(golden.get("expectRefusal")), relevant_docs=tuple(golden.get("relevantDocIds") or ()),
-        injected=tuple(str(i) for i in raw.get("injected") or ()), context=context, answer="",
-        must_include=tuple(golden.get("mustInclude") or ()), must_not_include=(),
-    )
+    evidence = evidence_from(golden, raw, context, answer="")
     return {"contextRecall": document_recall(evidence), "factCoverage": fact_coverage(evidence, textmatch.found)}
 
 

@@ -3,6 +3,7 @@
 import re
 
 from ragqual.core.diagnosis import (
+    evidence_from,
     Evidence,
     cause_of,
     count_causes,
@@ -58,3 +59,13 @@ def test_missing_documents_are_blamed_on_retrieval():
 def test_without_measured_causes_the_gap_sentence_claims_no_culprit():
     text = " ".join(explain(1.0, 0.5, 0.0))
     assert "retrieval is failing the model" not in text and "--failures" in text
+
+
+def test_evidence_is_read_from_the_golden_and_the_raw_response():
+    golden = {"relevantDocIds": ["water"], "mustInclude": ["20 l"], "mustNotInclude": ["40 l"], "expectRefusal": False}
+    e = evidence_from(golden, {"injected": ["water#0", 3]}, "ctx", "answer")
+    assert (e.relevant_docs, e.injected, e.must_include, e.must_not_include) == (("water",), ("water#0", "3"), ("20 l",), ("40 l",))
+    assert (e.context, e.answer, e.expect_refusal) == ("ctx", "answer", False)
+    assert evidence_from({"expectRefusal": True}, "not a dict", "", "").injected == ()
+    assert evidence_from({"expectRefusal": True}, None, "", "").expect_refusal is True
+
