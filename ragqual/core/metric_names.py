@@ -105,6 +105,8 @@ def _generation() -> tuple[Metric, ...]:
         Metric("leakage", _L, _G, "1 if the answer narrates retrieval", binary=True),
         Metric("groundedness", _H, _G, "share of the answer's numbers above 10 found in the context"),
         Metric("factCoverage", _H, _G, "share of the golden's mustInclude facts found in the injected context (e2e)"),
+        Metric("readerCeiling", _H, _G, "1 if a perfect reader could pass on the injected context: every mustInclude "
+                                        "fact in it, or, out of corpus, an empty context (e2e)", binary=True),
         Metric("thinkTagLeak", _L, _G, "1 if the answer shows think tags", binary=True),
     )
 

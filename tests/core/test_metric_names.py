@@ -79,7 +79,7 @@ def test_display_order_of_every_concrete_retrieval_and_generation_name():
 def test_tiers():
     assert {m.name for m in mn.metrics_for(Tier.ENGINE)} == {"score", "pass"}
     assert {m.name for m in mn.metrics_for(Tier.GENERATION)} == {
-        "correctness", "refusalCorrectness", "leakage", "groundedness", "factCoverage", "thinkTagLeak"}
+        "correctness", "refusalCorrectness", "leakage", "groundedness", "factCoverage", "readerCeiling", "thinkTagLeak"}
     assert mn.tier("contextChars") is Tier.RETRIEVAL and mn.tier("ndcg_cut_5") is Tier.RETRIEVAL
     assert mn.tier("label_correct") is None
 
