@@ -3,7 +3,7 @@ stored candidates (no search, no model call), and the measured advice the decomp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -11,12 +11,14 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusContext, CorpusOptions, load_corpus_context
 from ragqual.app.history_reads import run_info
 from ragqual.core import textmatch, whatif
+from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
 from ragqual.store.failure_reads import FailureTrial, run_failure_trials
 
 SELECT_SPLIT, REPORT_SPLIT = "validation", "test"
+ADVICE_THRESHOLDS = whatif.parse_range("0.3:0.8:0.05")  # what the decomposition measures before it advises
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[
         objective = "mock pass" if reader else "reader ceiling"
         chosen_on = SELECT_SPLIT if split else "all questions"
         out.append(VariantWhatif(variant, objective, own, len(questions), chosen_on, rows, report_rows,
-                                 whatif.advice(rows, own, objective, chosen_on), whatif.overlap(questions)))
+                                 whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions)))
     return out
 
 
@@ -134,3 +136,25 @@ def _questions(trials: Sequence[FailureTrial], variant: str, goldens: dict[str, 
                              "run the generation tier again to measure counterfactuals")
         seen[t.case_id] = q
     return list(seen.values())
+
+
+def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusContext,
+                    causes: Mapping[str, CauseCount] | None) -> dict[str, str]:
+    """Per variant whose oracle - e2e gap has out-of-corpus questions answered from a non-empty
+    context: the similarity cut-off that measurably helps on this run, or why none does (with the
+    overlap of similarities). Nothing for a run that stored no candidates. `opts` may be the
+    corpus already open (`ragqual eval`)."""
+    wanted = {v for v, c in (causes or {}).items() if "answered-out-of-corpus" in c.by_cause}
+    if not wanted:
+        return {}
+    try:
+        if isinstance(opts, CorpusContext):
+            params = run_info(app, run_id).params
+            trials = [t for t in run_failure_trials(app.store().engine, run_id) if t.mode == "e2e"]
+            results = whatif_from(params, opts, trials, ADVICE_THRESHOLDS, None)
+        else:
+            results = run_whatif(app, run_id, opts, ADVICE_THRESHOLDS, None)
+    except InputError:
+        return {}
+    return {v.variant: "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on))
+            for v in results if v.variant in wanted}

@@ -34,10 +34,10 @@ def table(rows: list[Row], own_setting: Any) -> str:
 
 
 def describe(v: VariantWhatif) -> str:
-    out = [f"{v.variant}: {v.questions} question(s), chosen on {v.chosen_on} by {v.objective} (* = the run's own setting)",
-           table(v.rows, v.own)]
+    out = [f"{v.variant}: {v.questions} question(s); {v.rows[0].questions} on {v.chosen_on}, where the setting is chosen "
+           f"by {v.objective} (* = the run's own setting)", table(v.rows, v.own)]
     if v.report_rows is not None:
-        out += ["on test:", table(v.report_rows, v.own)]
+        out += [f"on test ({v.report_rows[0].questions} question(s)):", table(v.report_rows, v.own)]
     out.append("  - " + (v.advice or no_cut_off(v.overlap, v.objective, v.chosen_on)))
     return "\n".join(out)
 

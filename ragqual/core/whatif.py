@@ -140,10 +140,9 @@ def best(rows: Sequence[Row], own: Setting) -> Row | None:
     if not scored:
         return None
     top = max(r.objective() or 0.0 for r in scored)
-    for r in scored:
-        if r.setting == own and r.objective() == top:
-            return r
-    return next(r for r in scored if r.objective() == top)
+    tied = [r for r in scored if r.objective() == top]
+    preferred = [r for r in tied if r.setting == own] or [r for r in tied if r.setting.context_k == own.context_k]
+    return (preferred or tied)[0]
 
 
 @dataclass(frozen=True)
@@ -173,9 +172,12 @@ def overlap(questions: Sequence[Question]) -> Overlap:
     return Overlap(_spread(refusal), _spread(relevant), above)
 
 
-def advice(rows: Sequence[Row], own: Setting, objective_name: str, chosen_on: str) -> str | None:
+def advice(rows: Sequence[Row], own: Setting, objective_name: str, chosen_on: str,
+           held_out: Sequence[Row] | None = None) -> str | None:
     """One sentence naming a setting, only when it raises the objective on these questions
-    (chosen on `chosen_on`); None when the run's own setting is already the best measured."""
+    (chosen on `chosen_on`); None when the run's own setting is already the best measured.
+    `held_out` (the test split's rows) adds what the chosen setting gives on questions it was
+    not chosen on."""
     own_row = next((r for r in rows if r.setting == own), None)
     top = best(rows, own)
     if own_row is None or top is None or top.setting == own:
@@ -184,6 +186,10 @@ def advice(rows: Sequence[Row], own: Setting, objective_name: str, chosen_on: st
     if before is None or after is None or after <= before:
         return None
     parts = [f"{top.setting.label()} would raise {objective_name} from {before:.3f} to {after:.3f} on {chosen_on}"]
+    test_own = next((r for r in held_out or () if r.setting == own), None)
+    test_top = next((r for r in held_out or () if r.setting == top.setting), None)
+    if test_own and test_top and test_own.objective() is not None and test_top.objective() is not None:
+        parts[0] += f" ({test_own.objective():.3f} -> {test_top.objective():.3f} on test)"
     if top.refusals_empty is not None and own_row.refusals_empty is not None:
         parts.append(f"out-of-corpus questions declined {own_row.refusals_empty:.3f} -> {top.refusals_empty:.3f}")
     if top.answerable_lost is not None:

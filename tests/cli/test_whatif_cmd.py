@@ -71,7 +71,7 @@ def test_whatif_prints_every_setting_and_names_one_only_when_it_measured_a_gain(
         assert named["reader"] > own["reader"]
         assert f"{named['setting']['threshold']:.2f}" in mock["advice"]
     text = invoke("whatif", str(e2e_run), "--threshold", "0.3,0.9").output
-    assert "5 *" in text and "on test:" in text and "  - " in text
+    assert "5 *" in text and "on test (" in text and "  - " in text
 
 
 def test_a_different_corpus_or_a_retrieval_run_is_refused(workdir, e2e_run, capsys):
