@@ -127,13 +127,28 @@ def reader_ceiling(e: Evidence, matches: Matcher) -> bool:
 
 @dataclass(frozen=True)
 class CauseCount:
+    """Failing trials by measured cause, and the questions behind them: people read questions,
+    and with repeats one question is several trials. `questions` / `by_cause_questions` are None
+    when the trials were counted without their question ids."""
+
     total: int
     by_cause: Mapping[str, int]
+    questions: int | None = None
+    by_cause_questions: Mapping[str, int] | None = None
 
 
-def count_causes(causes: Iterable[str]) -> CauseCount:
-    counted = Counter(causes)
-    return CauseCount(sum(counted.values()), {c: counted[c] for c in CAUSES if counted[c]})
+def count_causes(causes: Iterable[str], question_ids: Iterable[str] | None = None) -> CauseCount:
+    """Count causes per trial; with `question_ids` (one per cause, same order) also per question
+    (a question counted once under each cause it failed with)."""
+    listed = list(causes)
+    counted = Counter(listed)
+    by_cause = {c: counted[c] for c in CAUSES if counted[c]}
+    if question_ids is None:
+        return CauseCount(len(listed), by_cause)
+    pairs = set(zip(listed, question_ids))
+    per_question = Counter(cause for cause, _ in pairs)
+    return CauseCount(len(listed), by_cause, len({q for _, q in pairs}),
+                      {c: per_question[c] for c in CAUSES if per_question[c]})
 
 
 PHRASES = {
@@ -165,10 +180,17 @@ def gap_verdict(gap: float, counts: CauseCount) -> list[str]:
     if counts.total == 0:
         return [f"oracle - e2e = {gap:.2f}, but no failing e2e trial of a question the oracle answered "
                 "was found to explain it."]
-    parts = ", ".join(f"{n} {PHRASES[c]}" for c, n in counts.by_cause.items())
-    top = max(counts.by_cause.items(), key=lambda kv: (kv[1], -CAUSES.index(kv[0])))[0]
-    return [f"oracle - e2e = {gap:.2f}; of the {counts.total} e2e failure(s) on questions the oracle answered: {parts}.",
-            f"largest cause, {top}: {CONCLUSIONS[top]}"]
+    by = counts.by_cause_questions if counts.by_cause_questions is not None else counts.by_cause
+    parts = ", ".join(f"{n} {PHRASES[c]}" for c, n in by.items())
+    top = max(by.items(), key=lambda kv: (kv[1], -CAUSES.index(kv[0])))[0]
+    if counts.questions is not None and counts.questions != counts.total:
+        head = (f"of the {counts.questions} question(s) the oracle answered and e2e failed "
+                f"({counts.total} failing trials over the repeats)")
+    elif counts.questions is not None:
+        head = f"of the {counts.questions} question(s) the oracle answered and e2e failed"
+    else:
+        head = f"of the {counts.total} e2e failure(s) on questions the oracle answered"
+    return [f"oracle - e2e = {gap:.2f}; {head}: {parts}.", f"largest cause, {top}: {CONCLUSIONS[top]}"]
 
 
 def failed_checks(rows: Sequence[tuple[str, bool, str | None]]) -> list[str]:

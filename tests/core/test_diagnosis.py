@@ -100,3 +100,14 @@ def test_the_reader_ceiling():
     assert not reader_ceiling(ev(must_include=(r"one minute", r"three minutes")), matches)
     assert reader_ceiling(ev(must_include=()), matches)  # no facts: every relevant document is there
     assert not reader_ceiling(ev(must_include=(), injected=("poem#1",)), matches)
+
+
+def test_questions_are_counted_first_and_trials_beside_them():
+    """Three repeats of two failing questions: people read 2 questions, not 6 trials."""
+    causes = ["answered-out-of-corpus"] * 3 + ["near-miss"] * 3
+    ids = ["q1"] * 3 + ["q2"] * 3
+    text = " ".join(gap_verdict(0.3, count_causes(causes, ids)))
+    assert "of the 2 question(s) the oracle answered and e2e failed (6 failing trials over the repeats)" in text
+    assert "1 answered an out-of-corpus question" in text
+    once = " ".join(gap_verdict(0.3, count_causes(causes[:1], ids[:1])))
+    assert "of the 1 question(s) the oracle answered and e2e failed:" in once
