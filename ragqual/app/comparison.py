@@ -208,10 +208,6 @@ def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], RunSto
 
 # -- comparing -------------------------------------------------------------------------------------
 
-# Provenance that differs between any two runs: not a setting.
-NOT_SETTINGS = frozenset({"run_id", "started_at", "ended_at", "status", "argv"})
-
-
 def check_comparable(base: Summary, new: Summary, across_configs: bool = False) -> None:
     """Same kind always; the same corpus fingerprint unless `across_configs`, which pairs two
     runs (never a baseline file) of the same goldens over another corpus, chunking or embedder."""
@@ -241,11 +237,10 @@ def check_comparable(base: Summary, new: Summary, across_configs: bool = False) 
 
 
 def setting_differences(base: Summary, new: Summary) -> list[str]:
-    """`key: base -> new` for each stored setting (and the corpus fingerprint) that differs; a
-    baseline file carries its run's settings in its header."""
-    a = {**(base.header.get("params") or {}), "corpus_fingerprint": (base.corpus_fingerprint or "-")[:12]}
-    b = {**(new.header.get("params") or {}), "corpus_fingerprint": (new.corpus_fingerprint or "-")[:12]}
-    return paramdiff.describe(paramdiff.differences(a, b, NOT_SETTINGS))
+    """`key: base -> new` for each stored setting (and the corpus fingerprint) that differs, the
+    runs' names and tags left out; a baseline file carries its run's settings in its header."""
+    return paramdiff.describe(paramdiff.setting_changes(base.header.get("params"), base.corpus_fingerprint,
+                                                        new.header.get("params"), new.corpus_fingerprint))
 
 
 def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np.random.Generator:

@@ -19,7 +19,9 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
+from ragqual.app.run_changes import changes_since_previous
 from ragqual.core.metric_names import display_order
+from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.records import RunInfo
@@ -31,8 +33,9 @@ SHOWN_ITEMS = 3  # a long list in the params line shows its length and this many
 
 def brief_params(params: dict[str, Any]) -> dict[str, Any]:
     """The run's params for a report header: a long list (every case id of a run) becomes its
-    length and first few items; `ragqual export` and the history keep the full list."""
-    return {key: _brief(value) for key, value in params.items()}
+    length and first few items; `ragqual export` and the history keep the full list. The run's
+    name and tags have their own header lines."""
+    return {key: _brief(value) for key, value in params.items() if key not in LABEL_KEYS}
 
 
 def _brief(value: Any) -> Any:
@@ -75,13 +78,27 @@ def build_report(
     metrics = metric_frame(engine, info.id, scorer_version)
     header = run_header(info)
     header["params"] = brief_params(info.params or {})
-    title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
+    label = info.label.text()
+    title = f"Run {info.id}{' ' + label if label else ''} ({info.kind}{', ' + info.subject if info.subject else ''})"
     if trials.empty:
         questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
-        return Report(title, header, [("metrics", table)])
+        return _with_changes(engine, info, Report(title, header, [("metrics", table)]))
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
-    return _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+    report = _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+    return _with_changes(engine, info, report)
+
+
+def _with_changes(engine: Engine, info: RunInfo, report: Report) -> Report:
+    """The report with the settings that differ from the previous run of its kind, as a last table
+    (a note for the first run of its kind)."""
+    changes = changes_since_previous(engine, [info.id])[info.id]
+    report.header["previous_run"] = changes.previous
+    if changes.previous is None:
+        return Report(report.title, report.header, report.sections,
+                      [*report.notes, f"the first {info.kind} run: no earlier one to compare its settings with"])
+    section = (f"settings changed since run {changes.previous} (the previous {info.kind} run)", changes.frame())
+    return Report(report.title, report.header, [*report.sections, section], report.notes)
 
 
 # -- retrieval --------------------------------------------------------------------------------------

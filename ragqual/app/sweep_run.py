@@ -12,6 +12,7 @@ from ragqual.app.corpus import CorpusOptions, load_corpus_context
 from ragqual.app.retrieval_run import build_retriever, run_retrieval
 from ragqual.core.adoption import Verdict, decide
 from ragqual.core.goldens import select
+from ragqual.core.runlabel import run_label
 from ragqual.errors import InputError
 from ragqual.pipeline.report import render_json
 from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig
@@ -30,6 +31,8 @@ class SweepOptions:
     context_ks: tuple[int, ...] = (3, 5, 8)
     split: str = "validation"
     baseline: str = "hybrid/c20/k5"
+    name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`)
+    run_tags: tuple[str, ...] = ()
 
 
 @dataclass
@@ -57,6 +60,7 @@ def grid(options: SweepOptions) -> dict[str, RetrievalConfig]:
 
 def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) -> SweepOutcome:
     """Run the grid over both splits as one run (kind `sweep`) and judge it on the selection split."""
+    label = run_label(options.name, options.run_tags)
     configs = grid(options)
     split = options.split
     with load_corpus_context(app, corpus_opts) as corpus:
@@ -66,7 +70,8 @@ def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) ->
         if not chosen or not held_out:
             raise InputError(f"the sweep needs goldens in both splits (validation and test); found {len(chosen)} / {len(held_out)}")
         retriever = build_retriever(corpus)
-        outcome = run_retrieval(app, corpus, chosen + held_out, configs, kind="sweep", retriever=retriever)
+        outcome = run_retrieval(app, corpus, chosen + held_out, configs, kind="sweep", retriever=retriever,
+                                label=label)
         index_bytes = len(corpus.chunks) * corpus.raw_embedder.dim * 4
     rows = _rows(outcome.results, {g.id for g in chosen}, index_bytes)
     baseline = options.baseline
@@ -76,7 +81,7 @@ def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) ->
     document = {"quality": {"grid": rows, "baseline": baseline, "selectionSplit": split, "reportedSplit": other_split,
                             "verdict": {"deciding": verdict.deciding_metric, "saturated": list(verdict.saturated),
                                         "best": verdict.best, "sentence": verdict.sentence}, "caveat": CAVEAT},
-                "timings": {}, "run": {"run_id": outcome.run_id}}
+                "timings": {}, "run": {"run_id": outcome.run_id, **label.as_params()}}
     out = app.settings.results_dir / "reports"
     out.mkdir(parents=True, exist_ok=True)
     (out / f"sweep-run{outcome.run_id}.json").write_text(render_json(document), encoding="utf-8")

@@ -10,6 +10,7 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.sweep_run import CAVEAT, SweepOptions, sweep
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.cli.label_options import name_option, run_tag_option, run_tags_only
 from ragqual.core.display import fmt_ms, fmt_value
 from ragqual.core.metric_names import SWEEP_COLUMNS as COLUMNS
 from ragqual.errors import InputError
@@ -34,12 +35,15 @@ def _ints(text: str) -> list[int]:
 @click.option("--split", type=click.Choice(["validation", "test"]), default="validation", show_default=True,
               help="Split the selection is made on; the other one is reported for the selected configuration.")
 @click.option("--baseline", default="hybrid/c20/k5", show_default=True, help="The configuration candidates must beat.")
+@name_option
+@run_tag_option
 @click.pass_obj
-def sweep_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, candidate_ks, context_ks, split, baseline) -> None:
+def sweep_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, candidate_ks, context_ks, split, baseline,
+              name, run_tags) -> None:
     """Run the retrieval grid and record quality next to latency p95, index size and context size."""
     options = SweepOptions(strategies=tuple(s.strip() for s in strategies.split(",") if s.strip()),
                            candidate_ks=tuple(_ints(candidate_ks)), context_ks=tuple(_ints(context_ks)), split=split,
-                           baseline=baseline)
+                           baseline=baseline, name=name, run_tags=run_tags_only(run_tags))
     outcome = sweep(app, corpus_opts, options)
     markdown = _markdown(outcome.rows, baseline, outcome.verdict, outcome.split, outcome.other_split)
     out = app.settings.results_dir / "reports"
