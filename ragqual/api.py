@@ -166,8 +166,9 @@ def _split_options(options: dict[str, Any]) -> tuple[CorpusOptions, dict[str, An
     names = {f.name for f in fields(CorpusOptions)}
     corpus = CorpusOptions(**{k: v for k, v in options.items() if k in names})
     rest = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k not in names}
-    if isinstance(rest.get("run_tags"), dict):
-        rest["run_tags"] = _tag_texts(rest["run_tags"])
+    tags = options.get("run_tags")
+    if isinstance(tags, dict):
+        rest["run_tags"] = _tag_texts(tags)
     return corpus, rest
 
 
