@@ -179,3 +179,21 @@ def test_the_python_api_names_and_tags_a_run(workdir):
     assert info.label.name == "from-python" and info.label.tag_dict() == {"via": "api"}
     with pytest.raises(InputError, match="--tag"):
         project.retrieval(strategies=["hybrid"], limit=5, run_tags={"bad key": "x"})
+
+
+@pytest.mark.parametrize("args, runs_recorded", [
+    (["matrix", "--models", "mock", "--limit", "2"], 1),
+    (["sweep", "--strategies", "hybrid", "--candidate-k", "20", "--context-k", "5"], 1),
+    (["eval", "--limit", "2", "--repeats", "1"], 2),
+    (["run", "--subject", "sentiment", "--case-slugs", "pos-love-phone", "--trial-count", "1"], 1),
+])
+def test_every_command_that_records_a_run_stores_its_label(runs, workdir, capsys, args, runs_recorded):
+    before = _run_count(workdir)
+    code, _, err = ragqual(_db(workdir), [*args, "--name", f"{args[0]}-named", "--tag", "via=cli"], capsys)
+    assert code == 0, err
+    with sqlite3.connect(_db(workdir)) as conn:
+        rows = conn.execute("SELECT params FROM runs WHERE id > ?", (before,)).fetchall()
+    assert len(rows) == runs_recorded
+    for (params,) in rows:
+        stored = json.loads(params)
+        assert stored["name"] == f"{args[0]}-named" and stored["tags"] == {"via": "cli"}
