@@ -139,6 +139,11 @@ def _upgrade_on(conn: Connection, url: str, revision: str) -> None:
     command.upgrade(cfg, revision)
 
 
+def upgrade_on(conn: Connection, revision: str = "head") -> None:
+    """Run the migrations on an open connection, inside the transaction the caller holds."""
+    _upgrade_on(conn, conn.engine.url.render_as_string(hide_password=False), revision)
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate under the writers' lock, so two processes never migrate one database at once."""
     with writer(engine).begin() as conn:
