@@ -28,6 +28,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from ragqual.core.published_head import PublishedHead
 from ragqual.errors import StorageFault
 from ragqual.store import schema_check, sealing
 from ragqual.store.models import HISTORY_TABLES, Run, RunEvent, SEALED_TABLES, Seal
@@ -208,7 +209,8 @@ def _check_schema(engine: Engine, verdict: Verdict) -> set[str]:
     return readable
 
 
-def verify(engine: Engine, run_ids: Sequence[int] | None = None, expect: str | None = None) -> Verdict:
+def verify(engine: Engine, run_ids: Sequence[int] | None = None,
+           expect: str | PublishedHead | None = None) -> Verdict:
     """Compare the schema with head, then recompute the chain, every sealed row and each run's
     recorded head, skipping what can no longer be read."""
     verdict = Verdict()
@@ -228,10 +230,23 @@ def verify(engine: Engine, run_ids: Sequence[int] | None = None, expect: str | N
     if {"runs", "run_events"} <= readable:
         _check_runs(engine, seals, sealed, wanted, verdict)
     if expect is not None:
-        found = [s.id for s in seals if s.digest == expect.strip().lower()]
-        if found:
-            verdict.expected_at = found[0]
-        else:
-            verdict.findings.append(Finding("seal", "seals", None, f"the expected digest {expect} is in no seal of "
-                                            "this database: its chain was rewritten, or the digest is from another one"))
+        _check_expected(seals, expect, verdict)
     return verdict
+
+
+def _check_expected(seals: Sequence[Seal], expect: str | PublishedHead, verdict: Verdict) -> None:
+    """One rule for a head kept elsewhere (`--expect DIGEST`, `--expect-from FILE`): the chain must
+    still hold that digest (a history that grew since is fine); a published head that says where it
+    was must still be there, with as many seals up to it."""
+    digest = (expect.digest if isinstance(expect, PublishedHead) else expect).strip().lower()
+    at = next((n for n, s in enumerate(seals) if s.digest == digest), None)
+    if at is None:
+        verdict.findings.append(Finding("seal", "seals", None, f"the expected digest {digest} is in no seal of this "
+                                        "database: seals were removed (a run deleted with its seals, the newest seals "
+                                        "cut off) or the chain was rewritten, or the digest is from another database"))
+        return
+    seal = seals[at]
+    verdict.expected_at = seal.id
+    if isinstance(expect, PublishedHead) and (seal.id, at + 1) != (expect.seal_id, expect.seals):
+        verdict.findings.append(Finding("seal", "seals", seal.id, f"the published head was seal {expect.seal_id} of "
+                                        f"{expect.seals}; here it is seal {seal.id}, with {at + 1} seal(s) up to it"))
