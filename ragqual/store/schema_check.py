@@ -242,7 +242,7 @@ _EXPECTED: dict[tuple[str, str], Schema] = {}
 
 
 def _sqlite_expected() -> Schema:
-    engine = db.make_engine("sqlite://")
+    engine = db.make_engine("sqlite://", scratch=True)
     try:
         db.upgrade(engine)
         with engine.connect() as conn:

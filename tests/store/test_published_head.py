@@ -64,25 +64,29 @@ def _publish(url: str, run: int, folder: Path) -> dict[str, Path]:
     return files
 
 
-def _delete_tail(path: str, after_seal: int) -> None:
-    """Raw sqlite3: drop the guards, delete every seal after `after_seal` and every row they cover,
-    put the guards back exactly as they were."""
+def _delete_seals(path: str, where: str, params: tuple) -> None:
+    """Raw sqlite3: drop the guards, delete the seals `where` selects and every row they cover,
+    put the guards back exactly as they were (foreign keys are off on a plain connection)."""
     con = sqlite3.connect(path)
     triggers = con.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
     for name, _ in triggers:
         con.execute(f"DROP TRIGGER {name}")
-    children_first = ("assertion_results", "trial_scores", "metric_values", "trials", "run_events", "seals", "runs")
-    covered: dict[str, set[int]] = {}
-    for (rows,) in con.execute("SELECT rows FROM seals WHERE id > ?", (after_seal,)):
+    covered: dict[str, set[int]] = {"seals": set()}
+    for seal_id, rows in con.execute(f"SELECT id, rows FROM seals WHERE {where}", params).fetchall():
+        covered["seals"].add(seal_id)
         for table, part in json.loads(rows).items():
             covered.setdefault(table, set()).update(sealing.expand(part["ids"]))
-    covered.setdefault("seals", set()).update(i for (i,) in con.execute("SELECT id FROM seals WHERE id > ?", (after_seal,)))
-    for table in sorted(covered, key=lambda t: children_first.index(t) if t in children_first else -1):
-        con.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in covered[table]])
+    for table, ids in covered.items():
+        con.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids])
     for _, sql in triggers:
         con.execute(sql)
     con.commit()
     con.close()
+
+
+def _delete_tail(path: str, after_seal: int) -> None:
+    """Every seal after `after_seal` (and what it covers): the newest run gone whole."""
+    _delete_seals(path, "id > ?", (after_seal,))
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +174,12 @@ def test_a_file_without_a_head_is_bad_input(published, tmp_path, capsys):
     code, _, err = ragqual(url, ["verify", "--expect-from", str(tmp_path / "absent.md")], capsys)
     assert code == 2 and "absent.md" in err
 
+
+
+def test_a_run_deleted_before_others_breaks_the_chain(published, capsys):
+    """Run 1's seals and rows gone, run 2's left: the next seal no longer follows (no file needed)."""
+    url, path, *_ = published
+    _delete_seals(str(path), "run_id = ?", (1,))
+    code, out, _ = ragqual(url, ["verify"], capsys)
+    assert code == 1
+    assert "does not follow the seal before it" in out
