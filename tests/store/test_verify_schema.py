@@ -164,3 +164,11 @@ def test_a_history_upgraded_from_the_first_revision_matches_a_fresh_one(store_ur
     assert differences == []
     code, findings, _ = _findings(store_url, capsys)
     assert [f for f in findings if f[0] in ("schema", "unchecked")] == []
+
+
+def test_a_dropped_seals_table_leaves_nothing_checkable_but_no_traceback(history, capsys):
+    _sql(history, "DROP TABLE seals" + ("" if _sqlite(history) else " CASCADE"))
+    code, findings, _ = _findings(history, capsys)
+    assert code == 1
+    assert "table seals" in _named(findings)
+    assert ("unchecked", "seals") in {(k, t) for k, t, _ in findings}
