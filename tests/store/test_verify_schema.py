@@ -172,3 +172,15 @@ def test_a_dropped_seals_table_leaves_nothing_checkable_but_no_traceback(history
     assert code == 1
     assert "table seals" in _named(findings)
     assert ("unchecked", "seals") in {(k, t) for k, t, _ in findings}
+
+
+def test_a_neutralised_guard_function_is_named(history, capsys):
+    """PostgreSQL: the triggers stay, the function they call lets every change through."""
+    if _sqlite(history):
+        pytest.skip("SQLite triggers carry their own body; the trigger tests cover it")
+    _sql(history, "CREATE OR REPLACE FUNCTION ragqual_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                  "BEGIN IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $$",
+         "UPDATE trial_scores SET score = score WHERE id = 1")  # the guard no longer refuses
+    code, findings, _ = _findings(history, capsys)
+    assert code == 1
+    assert _named(findings) == {"function ragqual_refuse_change()"}
