@@ -185,3 +185,40 @@ def test_a_write_that_fails_stops_writing_says_so_once_and_never_raises(tmp_path
 def test_unknown_mode_is_input_error(tmp_path):
     with pytest.raises(InputError):
         ResponseCache(None, "sometimes")
+
+
+def _fail_writes(folder) -> None:
+    """Every later insert into the cache's SQLite file fails the way a full disk does."""
+    con = sqlite3.connect(f"{folder}/cache.db")
+    con.execute("CREATE TRIGGER full BEFORE INSERT ON Cache BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END")
+    con.commit()
+    con.close()
+
+
+def test_the_search_and_embedding_caches_go_on_without_writing_when_writes_fail(tmp_path):
+    import numpy as np
+
+    from ragqual.adapters.embedders import CachedEmbedder
+    from ragqual.adapters.search_cache import SearchCache
+
+    class Ones:
+        id, dim = "ones", 2
+
+        def embed(self, texts):
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    said: list[str] = []
+    notes = CacheNotes(said.append)
+    search = SearchCache(tmp_path / "search", notes=notes)
+    embedder = CachedEmbedder(Ones(), tmp_path / "emb", notes)
+    _fail_writes(tmp_path / "search")
+    _fail_writes(tmp_path / "emb")
+    search.put("k", [1, 2])
+    search.put("k2", [3])
+    assert search.get("k", lambda v: True) is None and search.cache is None
+    assert embedder.embed(["a", "b"]).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    embedder.store_matrix(["a", "b"], np.ones((2, 2), dtype=np.float32))
+    assert embedder.embed(["a"]).tolist() == [[1.0, 1.0]] and embedder.cache is None
+    search.close()
+    embedder.close()
+    assert len(said) == 1 and "database or disk is full" in said[0] and str(tmp_path / "search") in said[0], said
