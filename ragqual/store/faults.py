@@ -61,8 +61,15 @@ def _sqlstate(exc: BaseException) -> str:
 
 
 def translate(exc: BaseException, url: str | URL | None = None) -> StorageFault | None:
-    """A StorageFault for a storage failure, None for anything else (re-raise that)."""
+    """A StorageFault for a storage failure, None for anything else (re-raise that).
+
+    Without `url` (an error that reached the CLI untranslated, of unknown origin) only an error
+    raised through SQLAlchemy, which nothing but the history uses, is taken for the history's: a
+    raw sqlite3 or OS error there comes from a cache folder, Qdrant's local mode or a report file.
+    """
     if not isinstance(exc, (DBAPIError, OSError, sqlite3.Error)):
+        return None
+    if url is None and not isinstance(exc, DBAPIError):
         return None
     message = str(getattr(exc, "orig", None) or exc).lower()
     where = shown(url)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -180,7 +181,7 @@ class RunStore:
                 delay = min(delay * 2, 1.0)
             except IntegrityError:
                 raise
-            except DBAPIError as exc:
+            except (DBAPIError, sqlite3.Error) as exc:  # sealing writes through the raw driver cursor
                 self._raise_fault(exc)
         else:
             raise AssertionError("unreachable")
@@ -199,7 +200,7 @@ class RunStore:
             sealing.seal(session, before, run_id() if callable(run_id) else run_id)
             return result
 
-    def _raise_fault(self, exc: DBAPIError) -> NoReturn:
+    def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
         fault = faults.translate(exc, self.engine.url)
         if fault is None:
