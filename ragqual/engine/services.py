@@ -38,6 +38,14 @@ def _warm(model: ChatModel, options: dict[str, Any]) -> None:
         model.warm_up()
 
 
+def ensure_available(model: ChatModel) -> None:
+    """Ask a backend that can tell (Ollama, OpenAI-compatible servers: `ensure_available`) whether
+    its server answers and has the model; ServiceUnavailable (exit 3) when not."""
+    ensure = getattr(model, "ensure_available", None)
+    if ensure is not None:
+        ensure()
+
+
 class TrialServices:
     """Model access for subjects; safe to use from several worker threads at once."""
 
@@ -66,11 +74,11 @@ class TrialServices:
             return self._models[variant.model]
 
     def describe(self, variant: Variant) -> dict[str, Any]:
-        """Provider, model name and digest: asks the backend for the digest (not a model call)."""
+        """Provider, model name and digest: asks the backend for the digest (not a model call),
+        after `ensure_available` (which refuses a server that never answers or lacks the model)."""
         model = self.model(variant)
-        ensure = getattr(model, "ensure_available", None)  # backends that can tell a missing model early
-        if ensure is not None:
-            ensure()
+        if self.cache.mode != "replay":  # a replay calls no model: its server need not be up
+            ensure_available(model)
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
     def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
