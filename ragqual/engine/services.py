@@ -4,8 +4,9 @@
 the provider, model name, model digest, the full request and the repeat index, and asks the
 cache. Only a real miss reaches the model; before the first real call to a model it is warmed
 up once (evict other models, one throwaway generation), so cache hits and replays never wake
-a server. The warm-up is tried once per model, whether or not it succeeds: a failed warm-up is
-that trial's error, never repeated by the next trial. Every attempt of every call reports to
+a server. The warm-up is one call with the backend's retries (RAGQUAL_MODEL_RETRIES), tried once
+per model whether or not it succeeds: a warm-up that fails every attempt is that trial's error
+("the warm-up call failed: ..."), never repeated by the next trial. Every attempt of every call reports to
 the run's circuit breaker (`engine.breaker`). Counters let callers and tests see exactly how
 many model calls a run made.
 """
@@ -22,6 +23,7 @@ from ragqual.vocab import ChatModel, ChatRequest, ChatResponse
 from ragqual.core.cachekey import response_cache_key
 from ragqual.engine.breaker import CircuitBreaker, breaker_threshold
 from ragqual.engine.subject import Variant
+from ragqual.errors import ModelCallFailed
 
 ModelFactory = Callable[[str], ChatModel]
 
@@ -113,7 +115,11 @@ class TrialServices:
                 return
             self._warmed.add(uri)  # before the call: a warm-up that fails is not repeated per trial
             self.warm_ups += 1
-            _warm(model, dict(options))
+            try:
+                _warm(model, dict(options))
+            except ModelCallFailed as failed:  # recorded on the trial that asked for it: say so
+                raise ModelCallFailed(f"the warm-up call failed: {failed}", reason=failed.reason,
+                                      attempts=failed.attempts) from None
 
 
 def services_for(subject: Any, cache: ResponseCache, *, ollama_host: str | None = None,
