@@ -10,10 +10,11 @@ Spoken with plain `httpx`: POST `<base-url>/chat/completions`. The request optio
     anything else (num_ctx, top_k...)         not sent; listed in raw["ignored_options"]
 
 The API key comes from `$RAGQUAL_OPENAI_API_KEY`, else `$OPENAI_API_KEY`, sent as a Bearer token
-when set. The key and any password in the base URL are registered with `ragqual.core.redact`, so
-a server that echoes them back (an error body repeating the request headers) cannot get them
-into a stored error or a printed message; every text taken from a server is redacted here too. `name` is the whole `<base-url>#<model>`, so two servers that both call a model "gemma"
-never share cached answers.
+when set. `name` is the whole `<base-url>#<model>`, so two servers that both call a model "gemma"
+never share cached answers. The key and any password in the base URL are registered with
+`ragqual.core.redact`, so a server that echoes them back (an error body repeating the request
+headers) cannot get them into a stored error or a printed message; every text taken from a
+server is redacted here too.
 
 `raw` is the server's JSON body plus the reply as a top-level `message.content` (the shape
 subjects read stored answers from) and `ignored_options` when some were not sent.
@@ -211,8 +212,8 @@ class OpenAIChatModel:
         text = _error_text(response)
         if status == 404:
             raise ServiceUnavailable(
-                f"{redact_text(str(response.request.url))} answered 404 for model '{self.model}' ({text}): check that "
-                f"the base URL ends where /chat/completions starts (often /v1) and that the model "
+                f"{redact_text(str(response.request.url))} answered 404 for model '{self.model}' ({text}): "
+                f"check that the base URL ends where /chat/completions starts (often /v1) and that the model "
                 f"is listed at {self.shown_url}/models")
         if status in (401, 403):
             raise self._refused(status)
