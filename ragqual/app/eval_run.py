@@ -41,10 +41,10 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
              progress: Progress | None = None) -> EvalOutcome:
     """Both tiers as two runs in the history; `on_retrieval` sees the retrieval tier's outcome as soon
     as it is stored, before the (much longer) generation tier starts."""
+    check_servers(app, options.models, options.ollama_host)  # before the retrieval run is recorded
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         goldens = pick_goldens(corpus, options.tags, (), None, options.limit)
-        check_servers(app, options.models, options.ollama_host)  # before the retrieval run is recorded
         app.notify(f"corpus: {len(corpus.documents)} documents, {len(goldens)} questions")
         ensure_ingested(corpus)
         retriever = build_retriever(corpus)

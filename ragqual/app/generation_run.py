@@ -149,6 +149,7 @@ def extra_calls(model_calls: int, cache_hits: int, trials: int) -> int:
 def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: GenerationOptions,
                     progress: Progress | None = None) -> GenerationOutcome:
     """A fresh generation run with `options` over the goldens they select."""
+    check_servers(app, options.models, options.ollama_host)  # before the corpus is even read
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         goldens = pick_goldens(corpus, options.tags, options.case_ids, options.split, options.limit)
