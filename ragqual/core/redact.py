@@ -8,19 +8,18 @@ Rules (the history is append-only, so a stored secret could never be removed):
   their value replaced by `***`: `--api-key X`, `--api-key=X`, `OPENAI_API_KEY=X` in a command
   line, `{"api_key": "X"}` in parameters. Numbers are never masked (`--chunk-tokens 256`,
   `chars_per_token: 4` are sizes, not credentials).
-
 * The VALUES of the credentials ragqual holds are replaced by `***` wherever they appear, under
   any name or none: a server that echoes the request's `Authorization` header in its error body
   cannot put the key into a trial's error. Values are registered explicitly where ragqual reads
   them (`remember_secret`, `remember_url_secrets`): the OpenAI API key variables, the Qdrant API
-  key, URL passwords in `--db`/`RAGQUAL_DB`, model URLs and `OLLAMA_HOST`, and the Basic / Bearer
-  header values built from them. The registry is process-wide and only grows. A value shorter
+  key, URL passwords in `--db`/`RAGQUAL_DB`, model URLs, `OLLAMA_HOST` and `QDRANT_URL`, and the
+  Basic / Bearer header values built from them. The registry is process-wide and only grows. A value shorter
   than MIN_SECRET_CHARS (6) is not registered: masking every "pw" or "1234" would blank ordinary
   words and numbers in answers; such short values are still masked in URLs and under
   credential names by the two rules above.
 
-`redact_text` / `redact_value` apply all three rules (stored errors, params, event details and
-printed errors); `redact_known` applies only the third (a model's raw output or answer, which may
+`redact_text` / `redact_value` apply all three rules (stored errors, params, event details, and
+the server texts the model adapters put into error messages); `redact_known` applies only the third (a model's raw output or answer, which may
 quote URLs or name keys of its own). `secret_digest` gives the sha256 of whatever was masked, so
 a cache key can still change when a credential changes without the credential being stored
 anywhere.
