@@ -30,6 +30,7 @@ import diskcache
 from diskcache.core import MODE_PICKLE
 
 from ragqual.adapters.llm import ChatResponse
+from ragqual.core.redact import redact_known
 from ragqual.errors import CacheMiss, InputError
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,9 @@ class ResponseCache:
         if self.cache is None:
             return
         try:
-            self.cache.set(key, encode_json({"v": ENTRY_VERSION, "response": asdict(response)}))
+            # the values of known credentials never reach the cache folder either (core.redact)
+            body = redact_known(asdict(response))
+            self.cache.set(key, encode_json({"v": ENTRY_VERSION, "response": body}))
         except Exception as exc:  # noqa: BLE001
             warnings.warn(f"could not write cache entry {key[:12]} ({exc})", stacklevel=3)
 

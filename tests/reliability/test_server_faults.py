@@ -210,3 +210,18 @@ def test_an_api_key_echoed_by_the_server_reaches_no_file_and_no_output(project, 
     assert any(p.name.endswith(".csv") for p in files)
     holding = [str(p) for p in files if p.is_file() and key.encode() in p.read_bytes()]
     assert holding == [] and key not in printed
+
+
+def test_an_api_key_echoed_in_an_answer_reaches_neither_the_history_nor_the_response_cache(project):
+    key = "sk-test-" + secrets.token_hex(16)
+    with FakeOpenAI(faults=lambda i: "echo_auth" if i > 1 else None) as server:
+        args = ["generation", "--model", f"openai:{server.base_url}#m", "--no-mock-line", "--mode", "oracle",
+                "--limit", "2", "--repeats", "1"]  # the cache is on (auto)
+        result = project.run(*args, env={"OPENAI_API_KEY": key})
+    assert result.returncode == 0, result.stderr
+    answers = [row[0] for row in project.query("SELECT parsed_output FROM trials ORDER BY id")]
+    assert len(answers) == 2 and all("Authorization: Bearer ***" in a for a in answers)
+    files = [p for p in project.root.rglob("*") if p.is_file()]
+    assert any("cache" in p.parts for p in files)
+    assert [str(p) for p in files if key.encode() in p.read_bytes()] == []
+    assert key not in result.stdout + result.stderr
