@@ -138,9 +138,9 @@ def schema_state(app: AppContext) -> SchemaState:
 
 
 @contextmanager
-def sql_query(app: AppContext, query: str, *, timeout: float, limit: int) -> Iterator[Any]:
+def sql_query(app: AppContext, query: str, *, timeout: float, limit: int, max_bytes: int) -> Iterator[Any]:
     """A read-only query over the history, streamed (store.sql_console)."""
     from ragqual.store.sql_console import open_query
 
-    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit) as stream:
+    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit, max_bytes=max_bytes) as stream:
         yield stream
