@@ -146,6 +146,8 @@ def test_reads_pragmas_and_views_still_work(history):
         assert list(stream) == [(0,)]
     with pytest.raises(QueryRefused, match="read-only"):
         open_query(url, "DELETE FROM runs")
+    with pytest.raises(QueryRefused, match="may not be modified"):  # the authorizer lets SQLite build json_each
+        open_query(url, "WITH a AS (SELECT 1) UPDATE sqlite_master SET sql = ''")
 
 
 def test_the_first_keyword_skips_comments_and_blanks():
