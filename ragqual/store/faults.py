@@ -2,8 +2,10 @@
 
 SQLite and PostgreSQL report a full disk, a read-only file or folder, or a vanished file as
 driver errors; `translate` turns the ones that are about the storage (not about ragqual's SQL)
-into a StorageFault naming the database and the fix. `check_identity` notices a SQLite file
-deleted or replaced under a running process, which SQLite itself never reports.
+into a StorageFault naming the database and the fix; so are a PostgreSQL server that cannot be
+reached, refuses the login or lacks the database (store.db raises them wherever an engine fails
+to connect), the URL always shown with its user and password as ***. `check_identity` notices a
+SQLite file deleted or replaced under a running process, which SQLite itself never reports.
 """
 
 from __future__ import annotations
