@@ -128,12 +128,25 @@ def grammar_digest() -> str:
     return _digest(numbers._FIGURE.pattern)
 
 
+def _next(digests: dict[int, str], version: int) -> int:
+    return version + 1 if version in digests else version
+
+
 def test_a_changed_pattern_comes_with_a_new_version():
-    assert PATTERN_DIGESTS.get(answer_patterns.PATTERNS_VERSION) == pattern_digest(), (
+    version, digest = answer_patterns.PATTERNS_VERSION, pattern_digest()
+    assert PATTERN_DIGESTS.get(version) == digest, (
         "the answer patterns changed: bump PATTERNS_VERSION in ragqual/core/answer_patterns.py and "
         "RAG_METRICS_VERSION in ragqual/subjects/rag.py, then record "
-        f"{{{answer_patterns.PATTERNS_VERSION + 1}: {pattern_digest()!r}}} in PATTERN_DIGESTS")
-    assert GRAMMAR_DIGESTS.get(numbers.GRAMMAR_VERSION) == grammar_digest(), (
+        f"{{{_next(PATTERN_DIGESTS, version)}: {digest!r}}} in PATTERN_DIGESTS")
+    version, digest = numbers.GRAMMAR_VERSION, grammar_digest()
+    assert GRAMMAR_DIGESTS.get(version) == digest, (
         "the numbers grammar changed: bump GRAMMAR_VERSION in ragqual/core/numbers.py and "
         "RAG_METRICS_VERSION in ragqual/subjects/rag.py, then record "
-        f"{{{numbers.GRAMMAR_VERSION + 1}: {grammar_digest()!r}}} in GRAMMAR_DIGESTS")
+        f"{{{_next(GRAMMAR_DIGESTS, version)}: {digest!r}}} in GRAMMAR_DIGESTS")
+
+
+def test_the_rag_metrics_version_is_at_least_every_input_version():
+    from ragqual.subjects.rag import CHECKS_VERSION, RAG_METRICS_VERSION
+
+    assert CHECKS_VERSION == answer_patterns.PATTERNS_VERSION
+    assert RAG_METRICS_VERSION >= max(answer_patterns.PATTERNS_VERSION, numbers.GRAMMAR_VERSION)
