@@ -96,8 +96,11 @@ ASIDE_PATTERNS: tuple[str, ...] = (
 )
 """Clauses that neither answer nor decline (matched against the whole clause)."""
 
-CLAUSE_BREAK = (r"[.!?]+(?=\s|$)|[;:\n]+|\s[\u2013\u2014-]\s"
-                r"|,?\s+(?=(?:but|however|although|though|yet|instead|nevertheless|nonetheless)\b)|,\s*(?=so\b)")
+_TURN = r"(?:but|however|although|though|yet|instead|nevertheless|nonetheless)\b"
+# Each alternative starts only at the first character of its run (a look-behind) and never gives
+# characters back (possessive), so a long run of spaces or dots is split in linear time.
+CLAUSE_BREAK = (r"(?<![.!?])[.!?]++(?=\s|$)|[;:\n]++|\s[\u2013\u2014-]\s"
+                r"|(?<![\s,]),?\s++(?=" + _TURN + r")|,\s*+(?=so\b)")
 """Where one clause ends and the next begins."""
 
 CLAUSE_LEAD = r"^(?:but|however|although|though|yet|instead|nevertheless|nonetheless|so|and)\b,?\s*"
