@@ -13,7 +13,7 @@ groundedness"). A figure is a signed number or an ISO date:
   address: no figure at all.
 - Signs: a '-' or a minus sign '−' (U+2212) right before the digits is a minus when it begins a
   word: at the start of the text, or after whitespace, an opening bracket or quote, one of
-  `= < > ~ ≈ : ;`, or another dash ("at -15 C", "(−15)", "from -20 to -15"). After a letter, a
+  `= < > ≤ ≥ ~ ≈ : ;`, or another dash ("at -15 C", "(−15)", "from -20 to -15"). After a letter, a
   digit or any other character it is a hyphen or a range dash ("COVID-19" = 19, "10-15" = 10 and
   15). An en dash '–' is never a minus. '+' and '±' are not part of a number.
 - Ranges: "10–15", "10-15" and "10 to 15" are the two numbers 10 and 15.
@@ -34,7 +34,7 @@ GRAMMAR_VERSION = 2
 
 MINUS_SIGNS = "-\u2212"
 # What may stand right before a minus sign (or nothing: the start of the text).
-_MINUS_MAY_FOLLOW = "\\s(\\[{\"'\u201c\u2018\u00ab<>=~\u2248:;\\-\u2212\u2013\u2014"
+_MINUS_MAY_FOLLOW = "\\s(\\[{\"'\u201c\u2018\u00ab<>\u2264\u2265=~\u2248:;\\-\u2212\u2013\u2014"
 
 _FIGURE = regex.compile(
     r"(?<![\w.])(?P<date>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))(?!\d)"

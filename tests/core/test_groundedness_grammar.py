@@ -23,6 +23,7 @@ CASES = [
     ("Cool to -20 to -15 C.", "between -20 and -15 C", 1.0),
     ("Cool to -20 to -15 C.", "between 20 and 15 C", 0.0),
     ("Take +15 mg.", "take 15 mg", 1.0),  # '+' is not part of the value
+    ("Keep it \u2264\u221218 \u00b0C.", "keep it at -18 \u00b0C", 1.0),  # ≤−18 °C
     # hyphens between words and ranges are not minus signs
     ("The COVID-19 rules changed.", "COVID 19", 1.0),
     ("Use the TR-88 pump.", "the TR 88", 1.0),
@@ -77,3 +78,15 @@ def test_the_table_covers_the_issue_examples():
     for needle in ("1,000", "1.000", "3.5", "-15", f"{MINUS}15", "10 ", "11", "15%", f"10{EN_DASH}15", "2024-05-01"):
         assert needle in text, needle
     assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("text, figures", [
+    ("-15", [-15.0]), (f"{MINUS}15", [-15.0]), ("10-15", [10.0, 15.0]), (f"10{EN_DASH}15", [10.0, 15.0]),
+    ("1,000", [1000.0]), ("1.000", [1.0]), ("3.5", [3.5]), ("15%", [15.0]), ("10 and 11", [10.0, 11.0]),
+    ("2024-05-01", ["2024-05-01"]), ("2024-13-01", [2024.0, 13.0, 1.0]),  # no month 13: three numbers
+    ("COVID-19", [19.0]), ("x=-3", [-3.0]), ("1.2.3", []), ("H2O", []),
+])
+def test_read_figures(text, figures):
+    from ragqual.core.numbers import Date, read_figures
+
+    assert [f.iso if isinstance(f, Date) else f.value for f in read_figures(text)] == figures
