@@ -41,7 +41,7 @@ REFUSAL_PATTERNS: tuple[str, ...] = (
     r" (?:find|locate|answer|determine|provide|tell|say|help|assist|give|identify)\b",
     r"\b(?:not able|unable) to (?:find|locate)\b",
     rf"\b{_CANT} (?:be )?answer(?:ed)?\b",
-    rf"\b(?:{_CANT}(?: be)?|(?:is|it{_APOS}s) (?:not |im)possible to(?: be)?) "
+    rf"\b(?:{_CANT} be|(?:is|it{_APOS}s) (?:not |im)possible to(?: be)?) "
     r"(?:determined?|found|established|known|inferred|deduced|said|say)\b",
     rf"\bI (?:do {_NOT}|don{_APOS}t) have (?:any |enough |specific |sufficient |the |that |this )?"
     r"(?:information|details|data|context|knowledge|answer)\b",
