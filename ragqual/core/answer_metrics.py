@@ -92,8 +92,9 @@ def correctness(
 
 
 def is_refusal(answer: str) -> bool:
-    """The answer declines and gives nothing else: a clause says it does not know or that the
-    information is not there, and no clause answers ("I don't know; boil it for 1 minute" answers)."""
+    """The answer declines and gives nothing else: a clause says it does not know, that the
+    information is not there, or only that it is not sure, and no clause answers ("I don't know;
+    boil it for 1 minute" answers)."""
     kinds = {clause_kind(c) for c in clauses(answer)}
     return "refusal" in kinds and "content" not in kinds
 

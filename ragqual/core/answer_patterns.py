@@ -12,7 +12,8 @@ breaks, and before "but", "however", ", so" ...), and each clause is
     an aside   apologies, referrals, offers, or what the sources cover (ASIDE_PATTERNS, the whole clause)
     content    anything else with a letter or a digit in it
 
-An answer is a refusal when it has a refusal clause and no content clause. Hedges and leakage are
+An answer is a refusal when it has a refusal clause and no content clause. A bare "I'm not sure."
+declines too (a refusal clause); "I'm not sure, but it is 5 years" is a hedged guess, not a refusal. Hedges and leakage are
 searched in the whole answer; think tags too.
 
 `PATTERNS_VERSION` is the version of this module's meaning: the RAG subject stores it as the
@@ -30,7 +31,7 @@ _APOS = "'?"  # "don't" and "dont"
 _NOT = rf"(?:not|n{_APOS}t)"
 _CANT = rf"(?:cannot|can{_APOS}t|can not|could not|couldn{_APOS}t)"
 _SOURCES = (r"(?:the |these |this |those |my |your )?(?:provided |given |available |supplied |retrieved |above )?"
-            r"(?:information|context|contexts|documents?|texts?|sources?|passages?|excerpts?|snippets?|material|notes?)"
+            r"(?:information|context|contexts|documents?|texts?|sources?|passages?|excerpts?|snippets?|material|notes?|manuals?)"
             r"(?: (?:provided|given|available|supplied|above|I have|you provided))?")
 
 REFUSAL_PATTERNS: tuple[str, ...] = (
@@ -56,11 +57,13 @@ REFUSAL_PATTERNS: tuple[str, ...] = (
     r"(?:mention|specify|say|state|contain|include|cover|address|provide|give|answer|discuss|describe|have)\b",
     rf"\b(?:does|do)(?: {_NOT}|n{_APOS}t) (?:mention|specify|say anything|contain (?:any )?information)\b",
     r"\bnot (?:mentioned|specified|addressed) in\b",
-    rf"\b(?:is|are|was)(?: {_NOT}|n{_APOS}t) (?:in|included in|contained in|present in|found in|available in|covered (?:in|by)) "
-    + _SOURCES + r"\b",
+    rf"\b(?:is|are|was)(?: {_NOT}|n{_APOS}t) (?:(?:included|contained|present|found|available|provided|given|mentioned"
+    r"|stated|specified|listed|covered|addressed) )?(?:in|by|within) " + _SOURCES + r"\b",
     r"^not (?:mentioned|specified|stated|available|provided|given|found|known)$",
     r"^unknown$",
     r"\b(?:outside|beyond) the scope of\b",
+    rf"^(?:I(?:{_APOS}m| am) )?(?:not (?:entirely |completely |totally |quite |100% )?(?:sure|certain)|unsure)$",
+    rf"^(?:it is|it{_APOS}s) (?:unclear|not clear)$",
     rf"\b(?:it is|it{_APOS}s) (?:unclear|not clear) (?:from|in|based on) {_SOURCES}\b",
 )
 """Phrases that decline, searched in one clause."""
@@ -85,6 +88,7 @@ ASIDE_PATTERNS: tuple[str, ...] = (
     rf"^(?:(?:I{_APOS}m|I am) )?(?:so |very |really |truly )?(?:sorry|unfortunately|regrettably|apologies)"
     r"(?: about that| for the inconvenience)?$",
     r"^(?:I )?apologi[sz]e(?: for (?:the|any) (?:inconvenience|confusion))?$",
+    r"^(?:ok(?:ay)?|well|hmm+|alright|answer|response|final answer|note)$",
     r"^(?:please )?(?:consult|contact|ask|check with|talk to|speak (?:to|with)|refer to|see) "
     r"(?:a |an |your |the |local |qualified )*(?:doctor|physician|pharmacist|professional|expert|specialist"
     r"|manufacturer|authorit(?:y|ies)|official|healthcare provider|vet(?:erinarian)?|manual|dealer)s?\b.*$",
@@ -120,7 +124,8 @@ LEAKAGE_PATTERNS: tuple[str, ...] = (
     r"\b(?:based on|as per|per) (?:the |these |this )?(?:documents?|sources?|texts?|materials?)\b(?! of\b)",
     r"\bthe context (?:says|states|mentions|shows|indicates|does not|doesn't|did not)\b",
     rf"\b(?:the|these|those) (?:documents?|passages?|excerpts?|snippets?|chunks?) (?:only |(?:do|does|did)(?: {_NOT}|n{_APOS}t) )?"
-    r"(?:says?|states?|mentions?|indicates?|suggests?|notes?|explains?|shows?|describes?|reads?|covers?|discuss(?:es)?)\b",
+    r"(?:says?|states?|mentions?|indicates?|suggests?|notes?|explains?|shows?|describes?|reads?|covers?|discuss(?:es)?"
+    r"|provides?|contains?|includes?|specif(?:y|ies))\b",
     r"\bthe (?:provided|supplied|retrieved) information\b",
     r"\bthe information (?:you (?:provided|gave|shared)|I (?:was given|have|received))\b",
     r"\bthe (?:search|retrieval|retrieved) results?\b",
