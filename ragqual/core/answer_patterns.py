@@ -12,9 +12,9 @@ breaks, and before "but", "however", ", so" ...), and each clause is
     an aside   apologies, referrals, offers, or what the sources cover (ASIDE_PATTERNS, the whole clause)
     content    anything else with a letter or a digit in it
 
-An answer is a refusal when it has a refusal clause and no content clause. A bare "I'm not sure."
-declines too (a refusal clause); "I'm not sure, but it is 5 years" is a hedged guess, not a refusal. Hedges and leakage are
-searched in the whole answer; think tags too.
+An answer is a refusal when it has a refusal clause and no content clause. A bare "I'm not
+sure." declines too (a refusal clause); "I'm not sure, but it is 5 years" is a hedged guess, not a
+refusal. Hedges, leakage and think tags are searched in the whole answer.
 
 `PATTERNS_VERSION` is the version of this module's meaning: the RAG subject stores it as the
 version of its refusal, leakage and think-tag assertions. Change a pattern, bump it (a test holds
@@ -31,14 +31,16 @@ _APOS = "'?"  # "don't" and "dont"
 _NOT = rf"(?:not|n{_APOS}t)"
 _CANT = rf"(?:cannot|can{_APOS}t|can not|could not|couldn{_APOS}t)"
 _SOURCES = (r"(?:the |these |this |those |my |your )?(?:provided |given |available |supplied |retrieved |above )?"
-            r"(?:information|context|contexts|documents?|texts?|sources?|passages?|excerpts?|snippets?|material|notes?|manuals?)"
+            r"(?:information|context|contexts|documents?|texts?|sources?|passages?|excerpts?|snippets?|material"
+            r"|notes?|manuals?)"
             r"(?: (?:provided|given|available|supplied|above|I have|you provided))?")
 
 REFUSAL_PATTERNS: tuple[str, ...] = (
     rf"\bI (?:\w+ )?(?:do {_NOT}|don{_APOS}t) (?:really )?know\b",
     rf"\bI (?:have|{_APOS}ve got) no (?:idea|information|details|data|knowledge)\b",
     rf"\bI(?: could not| couldn{_APOS}t| cannot| can{_APOS}t| can not| was not able to| wasn{_APOS}t able to|"
-    rf" am not able to|{_APOS}m not able to| am unable to|{_APOS}m unable to| was unable to|{_APOS}m afraid I can{_APOS}t)"
+    rf" am not able to|{_APOS}m not able to| am unable to|{_APOS}m unable to| was unable to"
+    rf"|{_APOS}m afraid I can{_APOS}t)"
     r" (?:find|locate|answer|determine|provide|tell|say|help|assist|give|identify)\b",
     r"\b(?:not able|unable) to (?:find|locate)\b",
     rf"\b{_CANT} (?:be )?answer(?:ed)?\b",
@@ -93,7 +95,8 @@ ASIDE_PATTERNS: tuple[str, ...] = (
     r"(?:a |an |your |the |local |qualified )*(?:doctor|physician|pharmacist|professional|expert|specialist"
     r"|manufacturer|authorit(?:y|ies)|official|healthcare provider|vet(?:erinarian)?|manual|dealer)s?\b.*$",
     r"^(?:you (?:may|might|could|should) (?:want to )?(?:check|consult|contact|look|ask|try|refer)"
-    r"|let me know|feel free|(?:I )?hope (?:this|that) helps|is there anything else|if you (?:have|can (?:provide|share)))\b.*$",
+    r"|let me know|feel free|(?:I )?hope (?:this|that) helps|is there anything else"
+    r"|if you (?:have|can (?:provide|share)))\b.*$",
     rf"^(?:but |however,? )?{_SOURCES} (?:only |instead |mainly |mostly |just )?"
     r"(?:covers?|describes?|discuss(?:es)?|talks? about|focus(?:es)? on|is about|are about|relates? to|deals? with"
     r"|refers? to)\b.*$",
@@ -123,7 +126,8 @@ LEAKAGE_PATTERNS: tuple[str, ...] = (
     r"\b(?:based on|from|in|within|per) the (?:context|passages?|excerpts?|snippets?)\b(?! of\b)",
     r"\b(?:based on|as per|per) (?:the |these |this )?(?:documents?|sources?|texts?|materials?)\b(?! of\b)",
     r"\bthe context (?:says|states|mentions|shows|indicates|does not|doesn't|did not)\b",
-    rf"\b(?:the|these|those) (?:documents?|passages?|excerpts?|snippets?|chunks?) (?:only |(?:do|does|did)(?: {_NOT}|n{_APOS}t) )?"
+    r"\b(?:the|these|those) (?:documents?|passages?|excerpts?|snippets?|chunks?) "
+    rf"(?:only |(?:do|does|did)(?: {_NOT}|n{_APOS}t) )?"
     r"(?:says?|states?|mentions?|indicates?|suggests?|notes?|explains?|shows?|describes?|reads?|covers?|discuss(?:es)?"
     r"|provides?|contains?|includes?|specif(?:y|ies))\b",
     r"\bthe (?:provided|supplied|retrieved) information\b",

@@ -16,7 +16,8 @@ from tests.cli.conftest import ragqual
 
 ANSWER = "There is no information suggesting it is unsafe; boil for 1 minute."
 # Version 1's reading of that answer: a refusal, wherever "there is no information" stood.
-V1_NO_INFORMATION = r"\b(?:there is|there's|I found|I see|contains?) no (?:relevant |specific )?(?:information|details|mention)\b"
+V1_NO_INFORMATION = (r"\b(?:there is|there's|I found|I see|contains?) no (?:relevant |specific )?"
+                     r"(?:information|details|mention)\b")
 
 
 def _v1_is_refusal(answer: str) -> bool:
@@ -65,7 +66,8 @@ def test_rescore_after_a_pattern_version_bump_appends_new_versions_and_keeps_the
         code, out, err = ragqual(db, ["generation", "--model", "mock", "--mode", "oracle", "--repeats", "1"], capsys)
     assert code == 0, err
     metrics_before, verdicts_before, scores_before = _rows(db, METRICS), _rows(db, VERDICTS), _rows(db, SCORES)
-    assert {(m, v, s) for _, _, m, v, s in metrics_before if m == "refusalCorrectness"} == {("refusalCorrectness", 0.0, 1)}
+    refusal_rows = {(v, s) for _, _, m, v, s in metrics_before if m == "refusalCorrectness"}
+    assert refusal_rows == {(0.0, 1)}
     assert [(v, p) for _, v, p in verdicts_before] == [(1, 0)]  # version 1 read the answer as a refusal
 
     code, out, err = ragqual(db, ["rescore", "1"], capsys)
