@@ -58,16 +58,20 @@ from ragqual.errors import GateFailed
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
 @click.option("--allow-incomplete", is_flag=True, help="Compare a run whose last event is not `finished` "
               "(every row then names it).")
+@click.option("--across-configs", is_flag=True,
+              help="Pair two runs of the same goldens although corpus, chunking, embedder or strategy differ, "
+                   "and print what differs (baseline files keep the fingerprint rule).")
 @format_option(html=True)
 @output_option()
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                fmt: str, output: str | None) -> None:
+                across_configs: bool, fmt: str, output: str | None) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
     check_output(fmt, output)
-    options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag)
+    options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
+                      across_configs)
     comparison = compare_sources(app, base, new, options, scorer_name, scorer_version, allow_incomplete)
     emit_comparison(comparison, output_format(fmt, app.as_json), output)
     if comparison.regressions:

@@ -52,6 +52,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
         "tags": [row_object(r) for r in comparison.tag_rows], "flips": [asdict(f) for f in comparison.flips],
         "unstable": [asdict(u) for u in comparison.unstable], "notes": comparison.notes,
+        "differences": comparison.differences,
     }
 
 
@@ -143,6 +144,8 @@ def _text_header(comparison: Comparison) -> dict[str, Any]:
 
 def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
     sections = [("metrics", metrics_frame(comparison.rows))]
+    if comparison.differences:
+        sections.append(("settings that differ (BASE -> NEW)", pd.DataFrame({"setting": comparison.differences})))
     if comparison.options.by_tag:
         sections.append(("by tag (exploratory, Benjamini-Hochberg; decides nothing)",
                          metrics_frame(comparison.tag_rows, with_tag=True)))

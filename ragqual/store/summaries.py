@@ -76,6 +76,7 @@ class Summary:
     header: dict[str, Any]
     groups: dict[str, GroupSummary] = field(default_factory=dict)
     run_id: int | None = None
+    from_baseline_file: bool = False
 
 
 # -- from the history ----------------------------------------------------------------------------
@@ -219,7 +220,7 @@ def from_json_dict(data: Mapping[str, Any], where: str) -> Summary:
         raise InputError(f"{where}: a baseline needs \"kind\" and an object \"groups\"")
     groups = {str(label): _group_from_json(str(label), g, where) for label, g in groups_in.items()}
     return Summary(where, data["kind"], str(data.get("tier") or data["kind"]), data.get("corpus_fingerprint"),
-                   dict(data.get("header") or {}), groups, data.get("run_id"))
+                   dict(data.get("header") or {}), groups, data.get("run_id"), from_baseline_file=True)
 
 
 def _group_from_json(label: str, data: Any, where: str) -> GroupSummary:
