@@ -2,7 +2,7 @@
 names), a project holding them, and what a loaded page must still be: whole, with nothing run and
 nothing injected.
 
-A payload that ran would set `data-pwned` on the root element, which the dumped DOM shows."""
+A payload that ran would set `window.__pwned` and `data-pwned` on the root element."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections import Counter
 from html.parser import HTMLParser
 from pathlib import Path
 
-PWN = "document.documentElement.setAttribute('data-pwned','1')"
+PWN = "window.__pwned=1;document.documentElement.setAttribute('data-pwned','1')"
 PAYLOADS = (
     "<!--<script>",
     "<!--<script></script>-->",

@@ -8,17 +8,15 @@ Skipped when chromium is absent, unless RAGQUAL_REQUIRE_BROWSER=1 (as .ci/run se
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.cli.conftest import invoke
-from tests.reports.browser import chromium, load
+from tests.reports.browser import chromium, inspect
 from tests.reports.hostile import FOREIGN, MARKER, MODEL_NAMES, PAYLOADS, STRUCTURE, Structure, counted, \
     page_strings, write_project
-from tests.reports.pages import marks_in
 from tests.support.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,19 +85,17 @@ def test_the_hostile_strings_reach_the_page(hostile, kind):
 
 
 @pytest.mark.parametrize("kind", sorted(CHARTS))
-def test_a_hostile_page_is_whole_and_inert_in_chromium(hostile, kind):
+def test_a_hostile_page_is_whole_and_inert_in_chromium(hostile, kind, tmp_path):
     chromium()
-    text = hostile.files[kind].read_text(encoding="utf-8")
-    meant = Structure(text)
-    loaded = load(hostile.files[kind])
-    seen = Structure(loaded.dom)
-    assert not re.search(r"<html\b[^>]*\bdata-pwned=", loaded.dom), f"{kind}: a payload ran"
-    assert counted(seen, FOREIGN) == dict.fromkeys(FOREIGN, 0), f"{kind}: an element was injected"
-    assert counted(seen, STRUCTURE) == counted(meant, STRUCTURE), f"{kind}: the page is not whole"
+    meant = Structure(hostile.files[kind].read_text(encoding="utf-8"))
+    seen = inspect(hostile.files[kind], STRUCTURE + FOREIGN, tmp_path)
+    assert not seen.pwned, f"{kind}: a payload ran"
+    assert {t: seen.counts[t] for t in FOREIGN} == dict.fromkeys(FOREIGN, 0), f"{kind}: an element was injected"
+    assert {t: seen.counts[t] for t in STRUCTURE} == counted(meant, STRUCTURE), f"{kind}: the page is not whole"
     assert seen.counts["script"] == 2 + len(meant.charts)  # the chart library, the page script, one per chart
     assert seen.headings == meant.headings and seen.counts["main"] == 1
-    assert len(meant.charts) == CHARTS[kind]
-    for chart in meant.charts:
-        assert re.search(rf'id="{re.escape(chart)}"[^>]*data-drawn="1"', loaded.dom), f"{kind}: {chart} not drawn"
-        assert marks_in(loaded.dom, chart) > 0, f"{kind}: {chart}: no data marks drawn"
-    assert loaded.console == []
+    assert [c["id"] for c in seen.charts] == meant.charts and len(meant.charts) == CHARTS[kind]
+    for chart in seen.charts:
+        assert chart["drawn"], f"{kind}: {chart['id']} not drawn"
+        assert chart["marks"] > 0, f"{kind}: {chart['id']}: no data marks drawn"
+    assert seen.console == []
