@@ -62,8 +62,9 @@ class Structure(HTMLParser):
         self.counts: Counter[str] = Counter()
         self.charts: list[str] = []
         self.headings: list[str] = []
-        self.text: list[str] = []
-        self._in_h2 = False
+        self.text: list[str] = []  # text nodes outside <script> and <style>
+        self.scripts: list[str] = []  # the text of each <script> and <style>
+        self._in_h2 = self._in_script = False
         self.feed(text)
         self.close()
 
@@ -75,13 +76,15 @@ class Structure(HTMLParser):
         if tag == "h2":
             self._in_h2 = True
             self.headings.append("")
+        self._in_script = tag in ("script", "style")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "h2":
             self._in_h2 = False
+        self._in_script = False
 
     def handle_data(self, data: str) -> None:
-        self.text.append(data)
+        (self.scripts if self._in_script else self.text).append(data)
         if self._in_h2:
             self.headings[-1] += data
 
@@ -94,7 +97,7 @@ def page_strings(text: str) -> list[str]:
     """Every text node of a page, and every string in its inline chart specs (decoded)."""
     parsed = Structure(text)
     out = list(parsed.text)
-    for chunk in parsed.text:
+    for chunk in parsed.scripts:
         if chunk.lstrip().startswith("{"):
             try:
                 out.extend(_strings(json.loads(chunk)))
