@@ -125,3 +125,13 @@ def write_project(root: Path, repo: Path, real_questions: int = 4) -> None:
     real = (repo / "goldens" / "first-aid.jsonl").read_text(encoding="utf-8").splitlines()[:real_questions]
     (root / "goldens" / "hostile.jsonl").write_text(hostile_goldens(real), encoding="utf-8")
     (root / "eval-results").mkdir()
+
+
+def hostile_case():  # -> ragqual.engine.cases.Case
+    """A sentiment case with the payloads in its id, slug, tags and input."""
+    from ragqual.engine.cases import Case
+    from ragqual.subjects.sentiment.checks import label_is
+
+    return Case(id=f"hostile-case-{MARKER}", slug=f"hostile-{PAYLOADS[2]}", input=" ".join(PAYLOADS),
+                source="MANUAL", difficulty="easy", tags=PAYLOADS, meta={"expected": "positive"},
+                assertions=(label_is("5f0c8a4e-2b1d-4e7a-9c3f-6d8e1a2b3c4d", "positive"),))

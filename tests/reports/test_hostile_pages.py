@@ -1,5 +1,6 @@
 """Every kind of HTML page written from a history full of hostile strings (golden ids, tags and
-questions such as `<!--<script>` or `</script><script>…`, and two model names of that kind),
+questions such as `<!--<script>` or `</script><script>…`, two model names of that kind, and a
+sentiment case carrying them in its id, slug, tags and input),
 loaded in headless chromium: the page is whole (every section, table row and chart the file
 holds is in the DOM, every chart drawn), no payload ran and no element was injected.
 
@@ -15,14 +16,15 @@ import pytest
 
 from tests.cli.conftest import invoke
 from tests.reports.browser import chromium, inspect
+from ragqual.subjects.sentiment.subject import SentimentSubject
 from tests.reports.hostile import FOREIGN, MARKER, MODEL_NAMES, PAYLOADS, STRUCTURE, Structure, counted, \
-    page_strings, write_project
+    hostile_case, page_strings, write_project
 from tests.support.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
 # The charts each page has with this history (a page that lost a chart fails).
-CHARTS = {"eval": 5, "run-retrieval": 2, "run-generation": 2, "run-models": 2, "failures": 0, "compare": 2,
-          "compare-models": 1, "history": 6, "case-history": 0, "matrix": 1}
+CHARTS = {"eval": 5, "run-retrieval": 2, "run-generation": 2, "run-models": 2, "failures": 0, "run-subject": 1,
+          "subject-failures": 0, "compare": 2, "compare-models": 1, "history": 6, "case-history": 0, "matrix": 1}
 # The hostile strings each page shows. The history page shows no free text (run ids, git shas,
 # fingerprints, modes, metrics) and is checked for being whole only.
 REACHED = {kind: PAYLOADS for kind in ("eval", "run-retrieval", "run-generation", "run-models", "failures", "compare")}
@@ -30,6 +32,8 @@ REACHED.update({kind: (MARKER, *MODEL_NAMES) for kind in ("compare-models", "mat
 REACHED["run-models"] += MODEL_NAMES
 REACHED["failures"] += MODEL_NAMES
 REACHED["case-history"] = (PAYLOADS[0],)
+REACHED["run-subject"] = PAYLOADS
+REACHED["subject-failures"] = (MARKER,)  # a subject's failure list names the case, not its input
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,19 @@ def hostile(tmp_path_factory, shared_cache) -> Pages:  # noqa: F811
                             *[arg for model in models for arg in ("--model", model)])
             assert result.exit_code == 0, result.output
         m = json.loads(result.stdout[result.stdout.index("{"):])["run_id"]
+        cases = SentimentSubject.cases
+        mp.setattr(SentimentSubject, "cases", lambda self: [*cases(self), hostile_case()])
+        result = invoke("--json", "run", "--subject", "sentiment", "--model", "mock", "--trial-count", "1")
+        assert result.exit_code == 0, result.output
+        s = json.loads(result.stdout[result.stdout.index("{"):])["run_id"]
         files = {
             "eval": Path(done["html"]),
             "run-retrieval": _html(["report", str(r), "--by", "tag"], out / "run-retrieval.html"),
             "run-generation": _html(["report", str(g)], out / "run-generation.html"),
             "run-models": _html(["report", str(m)], out / "run-models.html"),
             "failures": _html(["report", str(m), "--failures"], out / "failures.html"),
+            "run-subject": _html(["report", str(s)], out / "run-subject.html"),
+            "subject-failures": _html(["report", str(s), "--failures"], out / "subject-failures.html"),
             "compare": _html(["compare", f"{r}:dense", f"{r}:hybrid", "--by-tag"], out / "compare.html"),
             "compare-models": _html(["compare", f"{m}:{models[0]}/e2e", f"{m}:{models[1]}/e2e"],
                                     out / "compare-models.html"),
