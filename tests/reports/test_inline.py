@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragqual.reports import page
-from tests.reports.browser import load
+from tests.reports.browser import inspect, load
 from tests.reports.hostile import PAYLOADS
 
 HTML_SIGNIFICANT = re.compile("[<>&\u2028\u2029]")
@@ -118,3 +118,20 @@ def test_a_bundle_holding_such_literals_still_draws_charts(tmp_path, monkeypatch
     assert 'data-probe="&lt;!--&lt;script&gt;&lt;/script&gt;&lt;SCRIPT&gt;"' in loaded.dom
     assert re.search(r'id="c"[^>]*data-drawn="1"', loaded.dom) and "<h2>last</h2>" in loaded.dom
     assert loaded.console == []
+
+
+@pytest.mark.parametrize("payload", [p for p in PAYLOADS if re.search("<!--|</?script|\u2028", p, re.IGNORECASE)])
+def test_one_payload_alone_in_a_chart_leaves_the_page_whole(payload, tmp_path):
+    """Each payload that acts on the parser or on Vega, on its own (on a page of several, a later
+    `-->` can end what an earlier `<!--<script>` began)."""
+    spec = {"data": {"values": [{"tag": payload, "v": 1}, {"tag": "plain", "v": 2}]}, "mark": "bar",
+            "encoding": {"x": {"field": "tag", "type": "nominal", "sort": [payload, "plain"]},
+                         "y": {"field": "v", "type": "quantitative"}}}
+    target = tmp_path / "one.html"
+    page.write_page(page.render("one payload", [page.chart("c", spec), page.section("last", page.note("end"))]),
+                    target)
+    seen = inspect(target, ("h2", "section", "script", "img", "svg"), tmp_path)
+    assert not seen.pwned and seen.counts["img"] == 0
+    assert seen.headings == ["last"] and seen.counts["script"] == 3
+    assert [c["id"] for c in seen.charts] == ["c"] and seen.charts[0]["drawn"] and seen.charts[0]["marks"] > 0
+    assert seen.console == []
