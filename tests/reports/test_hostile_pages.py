@@ -48,7 +48,7 @@ def _html(args: list[str], out: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory, shared_cache) -> Pages:  # noqa: F811
+def hostile(tmp_path_factory, shared_cache) -> Pages:
     root = tmp_path_factory.mktemp("hostile")
     write_project(root, REPO)
     out = root / "eval-results" / "reports"
