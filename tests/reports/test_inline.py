@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragqual.reports import page
@@ -27,6 +27,7 @@ JSONISH = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TRICKY, inner, max_size=4), max_leaves=20)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded CI machine
 @given(JSONISH)
 def test_inline_json_has_no_html_significant_character_and_reads_back_the_same(value):
     text = page.inline_json(value)
@@ -58,6 +59,7 @@ PIECES = st.lists(st.sampled_from(["<!--", "<script", "</script", "<SCRIPT", "</
                                    "\\", "s", "script", "x", '"']), max_size=12).map("".join)
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(PIECES | TRICKY)
 def test_inline_script_leaves_no_sequence_that_changes_the_parser_state(code):
     assert not SCRIPT_STATE.search(page.inline_script(code))
