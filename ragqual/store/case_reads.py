@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, text
 
 from ragqual.core.scoring import SCORER_NAME
+from ragqual.store.sealed_rows import covered
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def case_infos(engine: Engine, case_ids: Sequence[str]) -> dict[str, CaseInfo]:
     return {row[0]: _info(row[0], row[1], row[2]) for row in rows}  # later rows win
 
 
-CASE_TRIALS_SQL = """
+CASE_TRIALS_SQL = f"""
 SELECT r.id AS run_id, r.kind, r.started_at, r.git_sha, v.name AS variant, t.mode, t.repeat_index,
        s.score, s.perfect
 FROM trials t
@@ -60,16 +61,17 @@ JOIN cases c ON c.id = t.case_pk
 JOIN variant_configs v ON v.id = t.variant_id
 LEFT JOIN trial_scores s ON s.id = (
     SELECT s2.id FROM trial_scores s2 WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name
+      AND {covered('trial_scores', 's2.id')}
     ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)
-WHERE c.slug = :golden OR c.case_id = :golden
+WHERE (c.slug = :golden OR c.case_id = :golden) AND {covered('trials', 't.id')}
 ORDER BY r.id, t.id
 """
 
-CASE_METRICS_SQL = """
+CASE_METRICS_SQL = f"""
 SELECT r.id AS run_id, r.kind, r.started_at, r.git_sha, m.group_key, m.metric, m.value, m.scorer_version
 FROM metric_values m
 JOIN runs r ON r.id = m.run_id
-WHERE m.trial_id IS NULL AND m.case_id = :golden
+WHERE m.trial_id IS NULL AND m.case_id = :golden AND {covered('metric_values', 'm.id')}
 ORDER BY r.id, m.id
 """
 

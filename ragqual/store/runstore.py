@@ -26,6 +26,7 @@ from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
+from ragqual.store.sealed_rows import is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
@@ -487,7 +488,8 @@ class RunStore:
             if run is None:
                 raise InputError(f"no run with id {run_id}: `ragqual history` lists the runs")
             last = session.execute(
-                select(RunEvent).where(RunEvent.run_id == run_id).order_by(RunEvent.id.desc()).limit(1)
+                select(RunEvent).where(RunEvent.run_id == run_id, is_covered("run_events"))
+                .order_by(RunEvent.id.desc()).limit(1)
             ).scalar_one_or_none()
             ended = last.at if last is not None and last.event in ("finished", "interrupted", "failed") else None
             return RunInfo(
