@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import Engine, Table, insert, select
+from sqlalchemy import Engine, Table, insert, inspect, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -26,7 +26,7 @@ from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
-from ragqual.store.sealed_rows import is_covered
+from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
@@ -155,6 +155,7 @@ class RunStore:
         self.seal = seal  # False only to measure what sealing costs (benchmarks/bench_seal.py)
         self._writer = db.writer(engine)
         self._identity = faults.file_identity(engine.url)
+        self._spans: bool | None = None
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -197,8 +198,15 @@ class RunStore:
             sealing.lock(session)
             before = sealing.high_water(session)
             result = work(session)
-            sealing.seal(session, before, run_id() if callable(run_id) else run_id)
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session))
             return result
+
+    def _has_spans(self, session: Session) -> bool:
+        """Whether the database has `seal_spans` (migration 0008; a store opened on an older
+        schema writes as ragqual did then), asked once per store."""
+        if self._spans is None:
+            self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
+        return self._spans
 
     def _raise_fault(self, exc: DBAPIError) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
