@@ -18,6 +18,9 @@ from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.sealed_rows import covered
 
 
+SEALED_CASE = covered("cases", "cases.id")
+
+
 @dataclass(frozen=True)
 class CaseInfo:
     case_id: str
@@ -45,7 +48,8 @@ def case_infos(engine: Engine, case_ids: Sequence[str]) -> dict[str, CaseInfo]:
     """case id -> its newest stored definition's golden id, tags and relevant documents."""
     if not case_ids:
         return {}
-    query = text("SELECT case_id, slug, definition FROM cases WHERE case_id IN :ids ORDER BY id").bindparams(
+    query = text(f"SELECT case_id, slug, definition FROM cases WHERE case_id IN :ids AND {SEALED_CASE} "
+                 "ORDER BY id").bindparams(
         bindparam("ids", expanding=True))
     with engine.connect() as conn:
         rows = conn.execute(query, {"ids": sorted(set(case_ids))}).all()
@@ -93,7 +97,8 @@ def case_definitions(engine: Engine, case_ids: Sequence[str]) -> dict[str, dict[
     """case id -> its newest stored definition (the golden itself for retrieval cases)."""
     if not case_ids:
         return {}
-    query = text("SELECT case_id, definition FROM cases WHERE case_id IN :ids ORDER BY id").bindparams(
+    query = text(f"SELECT case_id, definition FROM cases WHERE case_id IN :ids AND {SEALED_CASE} "
+                 "ORDER BY id").bindparams(
         bindparam("ids", expanding=True))
     with engine.connect() as conn:
         rows = conn.execute(query, {"ids": sorted(set(case_ids))}).all()

@@ -36,7 +36,8 @@ WHERE m.run_id = :run AND m.metric = 'correctness' AND m.trial_id IS NOT NULL AN
 ASSERTIONS_SQL = f"""
 SELECT r.trial_id, r.assertion_id, r.assertion_version, r.category, r.weight, r.passed, r.detail,
        (SELECT d.name FROM assertion_defs d WHERE d.assertion_id = r.assertion_id
-          AND d.version = r.assertion_version ORDER BY d.id DESC LIMIT 1) AS name
+          AND d.version = r.assertion_version AND {covered('assertion_defs', 'd.id')}
+        ORDER BY d.id DESC LIMIT 1) AS name
 FROM assertion_results r
 JOIN trials t ON t.id = r.trial_id
 WHERE t.run_id = :run AND {covered('assertion_results', 'r.id')} AND r.batch = (

@@ -160,7 +160,7 @@ def case_tags_by_pk(engine: Engine, case_pks: Sequence[int]) -> dict[int, tuple[
     """cases.id -> the `tags` of that stored case definition (empty when it has none)."""
     if not case_pks:
         return {}
-    query = text("SELECT id, definition FROM cases WHERE id IN :pks").bindparams(
+    query = text(f"SELECT id, definition FROM cases WHERE id IN :pks AND {covered('cases', 'cases.id')}").bindparams(
         bindparam("pks", expanding=True)
     )
     with engine.connect() as conn:
@@ -178,7 +178,8 @@ def case_tags_by_id(engine: Engine, case_ids: Sequence[str], subject: str | None
         return {}
     where = "AND subject = :subject" if subject else ""
     query = text(
-        f"SELECT case_id, definition FROM cases WHERE case_id IN :ids {where} ORDER BY id"
+        f"SELECT case_id, definition FROM cases WHERE case_id IN :ids {where} AND {covered('cases', 'cases.id')} "
+        "ORDER BY id"
     ).bindparams(bindparam("ids", expanding=True))
     params: dict[str, object] = {"ids": sorted(set(case_ids))}
     if subject:

@@ -69,6 +69,12 @@ def _group(url: str, run_id: int, capsys) -> tuple[dict, str]:
     return body, err
 
 
+def _failing(url: str, capsys) -> int:
+    code, out, err = ragqual(url, ["report", "2", "--failures", "--format", "json"], capsys)
+    assert code == 0, err
+    return int(json.loads(out)["header"]["failing_trials"])
+
+
 def test_forged_rows_change_no_report_and_are_named(two_runs, capsys):
     url = two_runs
     before, err = _group(url, 2, capsys)
@@ -76,7 +82,10 @@ def test_forged_rows_change_no_report_and_are_named(two_runs, capsys):
     assert (group["score"], group["pass_rate"], group["label_correct"]) == (
         pytest.approx(BASELINE_MEAN), pytest.approx(PASS_RATE), pytest.approx(PASS_RATE))
     assert "unsealed_rows" not in before["header"] and "seal" not in err
+    failing = _failing(url, capsys)
+    assert failing == 10  # 5 of 15 cases fail, twice each
     forge(url, 2)
+    assert _failing(url, capsys) == failing
 
     after, err = _group(url, 2, capsys)
     assert after["groups"] == before["groups"]
