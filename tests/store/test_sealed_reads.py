@@ -139,12 +139,14 @@ def test_export_leaves_forged_rows_out(two_runs, capsys, tmp_path):
 
 def test_verify_run_names_unsealed_rows(two_runs, capsys):
     url = two_runs
-    assert ragqual(url, ["verify", "2"], capsys)[0] == 0
+    code, out, _ = ragqual(url, ["--json", "verify", "2"], capsys)
+    assert code == 0
+    head = json.loads(out)["head"]
     forge(url, 2)
-    code, out, err = ragqual(url, ["verify", "2"], capsys)
+    code, out, err = ragqual(url, ["verify", "2", "--expect", head], capsys)
     assert code == 1
-    text = out + err
-    assert "trial_scores" in text and "metric_values" in text and "inserted" in text
+    assert "rows no seal covers (left out by every reader): 30 in metric_values, 30 in trial_scores" in out
+    assert "trial_scores row" in out and "inserted: a row of run 2 no seal covers" in out
     code, out, _ = ragqual(url, ["--json", "verify", "2"], capsys)
     findings = json.loads(out)["findings"]
     assert sum(f["kind"] == "inserted" and f["table"] == "trial_scores" for f in findings) == FORGED
