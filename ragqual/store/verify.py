@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, bindparam, select, text
+from sqlalchemy import Engine, bindparam, inspect, select, text
 from sqlalchemy.orm import Session
 
 from ragqual.store import sealed_rows, sealing
@@ -184,6 +184,9 @@ def _check_spans(engine: Engine, seals: Sequence[Seal], verdict: Verdict) -> lis
     expected = sealed_rows.chain_spans((s.id, s.kind, s.rows) for s in seals)
     missing = Counter(expected)
     with engine.connect() as conn:
+        if not inspect(conn).has_table(sealed_rows.SPANS_TABLE):
+            verdict.findings.append(Finding("seal", sealed_rows.SPANS_TABLE, None, "the table is missing (dropped)"))
+            return expected
         stored = conn.execute(text("SELECT id, seal_id, table_name, first_id, last_id FROM seal_spans ORDER BY id")).all()
     for row_id, seal_id, table, first, last in stored:
         key = (int(seal_id), str(table), int(first), int(last))
