@@ -33,6 +33,7 @@ import numpy as np
 
 from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary, incomplete_sources
+from ragqual.app.history_reads import history_head
 from ragqual.core import stats
 from ragqual.core.metric_names import FLIP_METRICS, is_binary, is_gated, is_informational, lower_is_better
 from ragqual.core.multiplicity import benjamini_hochberg, holm
@@ -121,6 +122,7 @@ class Comparison:
     flips: list[Flip] = field(default_factory=list)
     unstable: list[Unstable] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    history: dict[str, str] = field(default_factory=dict)  # the history head, when a side was read from it
 
     @property
     def regressions(self) -> list[MetricComparison]:
@@ -454,4 +456,6 @@ def compare_sources(app: AppContext, base: str, new: str, options: Options, scor
     from_history = not (is_baseline_file(base) and is_baseline_file(new))
     cases = load_case_infos(base_summary, new_summary, read_store, from_history)
     comparison = compare(base_summary, new_summary, options, cases)
+    if from_history:
+        comparison = replace(comparison, history=history_head(read_store().engine))
     return mark_incomplete(comparison, incomplete_sources(base_summary, new_summary))

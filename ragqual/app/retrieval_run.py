@@ -21,6 +21,7 @@ from ragqual.app.corpus import (
     preload,
     show_progress,
 )
+from ragqual.app.history_reads import history_head
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.core.hashing import canonical_json, sha256_hex
@@ -230,7 +231,8 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
         if options.distractors is not None:
             outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, options.distractors)
     if options.write_report:
-        outcome.files.extend(write_report(outcome.report, app.settings.results_dir / "reports",
+        published = {**outcome.report, "run": {**outcome.report["run"], **history_head(app.history())}}
+        outcome.files.extend(write_report(published, app.settings.results_dir / "reports",
                                           f"retrieval-run{outcome.run_id}"))
     if options.export_trec is not None:
         outcome.files.extend(write_trec_files(options.export_trec, goldens, outcome.results))

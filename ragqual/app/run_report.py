@@ -19,6 +19,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import history_head
 from ragqual.core.metric_names import display_order
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
@@ -74,7 +75,7 @@ def build_report(
 ) -> Report:
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
-    header = run_header(info)
+    header = run_header(info) | history_head(engine)
     header["params"] = brief_params(info.params or {})
     title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
     unsealed = unsealed_counts(engine, [info.id]).get(info.id)

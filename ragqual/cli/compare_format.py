@@ -48,7 +48,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "tolerance": opts.tolerance, "alpha": opts.alpha, "power": opts.power, "seed": opts.seed,
         "resamples": opts.resamples, "cluster": opts.cluster, "unstable_excluded": comparison.unstable_by_group(),
         "regressions": [f"{r.group} {r.metric}" for r in comparison.regressions],
-        "passed": not comparison.regressions, "verdict": verdict_line(comparison),
+        "passed": not comparison.regressions, "verdict": verdict_line(comparison), **comparison.history,
     }
     return {
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
@@ -140,7 +140,7 @@ def _text_header(comparison: Comparison) -> dict[str, Any]:
             "corpus": comparison.base.corpus_fingerprint or "-", "gate": opts.gate, "tolerance": opts.tolerance,
             "alpha": opts.alpha, "power": opts.power, "seed": opts.seed, "resamples": opts.resamples,
             "cluster": opts.cluster or "none",
-            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none",
+            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none", **comparison.history,
             **_unsealed_lines(comparison)}
 
 
@@ -172,6 +172,7 @@ def markdown_comment(comparison: Comparison) -> str:
     parts.append(f"gate `{opts.gate}`, tolerance {opts.tolerance}, alpha {opts.alpha} (Holm over "
                  f"{len(comparison.rows)} tests), power {opts.power}, seed {opts.seed}, {opts.resamples} resamples"
                  + (f", clustered by {opts.cluster}" if opts.cluster else ""))
+    parts += [f"{key}: {value}" for key, value in comparison.history.items()]
     for name, frame in _sections(comparison):
         parts += ["", f"#### {name}", "", markdown_table(frame) if not frame.empty else "(none)"]
     parts += ["", *(f"> {n}" for n in comparison.notes)] if comparison.notes else []

@@ -20,7 +20,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
-from ragqual.app.history_reads import unsealed_rows
+from ragqual.app.history_reads import history_head, unsealed_rows
 from ragqual.cli.output import (check_output, emit_frame, emit_page, format_option, output_format, output_option,
                                 warn_unsealed)
 from ragqual.core.scoring import SCORER_NAME
@@ -122,7 +122,8 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         if fmt == "html":
             from ragqual.reports.page import document_page
 
-            emit_page(document_page(f"ragqual history of {golden_id}", {}, [("runs", _for_case_display(frame))]),
+            emit_page(document_page(f"ragqual history of {golden_id}", history_head(engine),
+                                    [("runs", _for_case_display(frame))]),
                       output)
             return
         emit_frame(_for_case_display(frame) if fmt in ("table", "markdown") else frame, fmt)
@@ -135,7 +136,7 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         from ragqual.reports.history import history_page, intervals
 
         widths = intervals(engine, frame, scorer_name, scorer_version)
-        emit_page(history_page(frame, _for_display(frame), widths), output)
+        emit_page(history_page(frame, _for_display(frame), widths, header=history_head(engine)), output)
         return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")

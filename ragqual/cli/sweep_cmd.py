@@ -8,6 +8,7 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
+from ragqual.app.history_reads import history_head
 from ragqual.app.sweep_run import CAVEAT, SweepOptions, sweep
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.core.display import fmt_ms, fmt_value
@@ -43,7 +44,8 @@ def sweep_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, candidate
     outcome = sweep(app, corpus_opts, options)
     markdown = _markdown(outcome.rows, baseline, outcome.verdict, outcome.split, outcome.other_split)
     out = app.settings.results_dir / "reports"
-    (out / f"sweep-run{outcome.run_id}.md").write_text(markdown, encoding="utf-8")
+    head = "".join(f"\n{key}: {value}\n" for key, value in history_head(app.history()).items())
+    (out / f"sweep-run{outcome.run_id}.md").write_text(markdown + head, encoding="utf-8")
     click.echo(json.dumps(outcome.document, indent=2, sort_keys=True) if app.as_json else markdown)
 
 

@@ -81,10 +81,12 @@ def lock_writers(conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_LOCK_KEY})
 
 
-def make_engine(url: str) -> Engine:
-    """An engine with SQLite set up for many writers: WAL, foreign keys, a busy timeout."""
+def make_engine(url: str, *, scratch: bool = False) -> Engine:
+    """An engine with SQLite set up for many writers: WAL, foreign keys, a busy timeout.
+    `scratch`: a throwaway database of ragqual's own (not the one error messages name)."""
     parsed = make_url(url)
-    faults.remember(url)
+    if not scratch:
+        faults.remember(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             try:
@@ -137,6 +139,11 @@ def _upgrade_on(conn: Connection, url: str, revision: str) -> None:
     cfg = alembic_config(url)
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, revision)
+
+
+def upgrade_on(conn: Connection, revision: str = "head") -> None:
+    """Run the migrations on an open connection, inside the transaction the caller holds."""
+    _upgrade_on(conn, conn.engine.url.render_as_string(hide_password=False), revision)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

@@ -39,10 +39,11 @@ from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from typing import Any
 
-from sqlalchemy import Connection, Table, inspect, select
+from sqlalchemy import Connection, Table, func, inspect, select
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.published_head import PublishedHead
 from ragqual.store import sealed_rows
 from ragqual.store.models import Base, Seal, SEALED_TABLES
 
@@ -233,6 +234,15 @@ def head(session: Session | Connection, run_id: int | None = None) -> str | None
     if run_id is not None:
         query = query.where(Seal.run_id == run_id)
     return session.execute(query).scalar_one_or_none()
+
+
+def published_head(session: Session | Connection) -> PublishedHead | None:
+    """The head to publish in a report, page or baseline file: the newest seal and how many there are."""
+    row = session.execute(select(Seal.id, Seal.digest).order_by(Seal.id.desc()).limit(1)).first()
+    if row is None:
+        return None
+    count = session.execute(select(func.count()).select_from(Seal)).scalar_one()
+    return PublishedHead(row.digest, int(row.id), int(count))
 
 
 def _heads(cursor: Any, dialect: str, run_id: int | None) -> tuple[str, str | None]:
