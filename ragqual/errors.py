@@ -6,7 +6,7 @@
     │   ├── InvalidPattern       2  (core.textmatch) a regex that does not compile
     │   ├── TrecEvalRefused         (core.trec) where trec_eval stops with an error: its exit code
     │   ├── QueryRefused         2  (store.queries) the database refused a read-only statement
-    │   └── QueryStopped         2  (store.sql_console) a statement ran past its time limit
+    │   └── QueryStopped         2  (store.sql_console) a statement ran past its time or byte limit
     ├── SchemaOutOfDate          2  database behind the migrations (names the fix)
     ├── CacheMiss                2  replay mode asked for an answer the cache lacks
     ├── RegexTimeout             2  (core.textmatch) a pattern did not finish matching in time

@@ -42,7 +42,7 @@ from qdrant_client.http import exceptions as qdrant_errors
 from qdrant_client.http import models
 
 from ragqual.core.hashing import canonical_json, sha256_hex
-from ragqual.core.redact import redact_argv
+from ragqual.core.redact import redact_argv, remember_secret, remember_url_secrets
 from ragqual.errors import ForeignPoints, InputError, ServiceUnavailable
 
 T = TypeVar("T")
@@ -84,6 +84,8 @@ def open_qdrant(
     (default: env RAGQUAL_QDRANT_WAIT, else 30 s), then ServiceUnavailable names the holder.
     """
     if url:
+        remember_url_secrets(url)  # masked wherever it could be stored or printed (core.redact)
+        remember_secret(api_key)
         return _open_server(url, api_key)
     if path is None:
         raise InputError("Qdrant needs a storage folder or a server URL (--qdrant-url / QDRANT_URL)")

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions, ensure_ingested, load_corpus_context
-from ragqual.app.generation_run import GenerationOptions, GenerationOutcome, Progress, pick_goldens, run_generation
+from ragqual.app.generation_run import (GenerationOptions, GenerationOutcome, Progress, check_servers, pick_goldens,
+                                        run_generation)
 from ragqual.app.retrieval_run import RetrievalOutcome, build_retriever, retrieval_configs, run_retrieval
 from ragqual.app.failures import run_gap_causes
 from ragqual.core.diagnosis import CauseCount
@@ -40,6 +41,7 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
              progress: Progress | None = None) -> EvalOutcome:
     """Both tiers as two runs in the history; `on_retrieval` sees the retrieval tier's outcome as soon
     as it is stored, before the (much longer) generation tier starts."""
+    check_servers(app, options.models, options.ollama_host)  # before the retrieval run is recorded
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         goldens = pick_goldens(corpus, options.tags, (), None, options.limit)

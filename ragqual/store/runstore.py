@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,7 +24,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
-from ragqual.core.redact import redact_argv, redact_text, redact_value
+from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
 from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
@@ -182,7 +183,7 @@ class RunStore:
                 delay = min(delay * 2, 1.0)
             except IntegrityError:
                 raise
-            except DBAPIError as exc:
+            except (DBAPIError, sqlite3.Error) as exc:  # sealing writes through the raw driver cursor
                 self._raise_fault(exc)
         else:
             raise AssertionError("unreachable")
@@ -208,7 +209,7 @@ class RunStore:
             self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
         return self._spans
 
-    def _raise_fault(self, exc: DBAPIError) -> NoReturn:
+    def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
         fault = faults.translate(exc, self.engine.url)
         if fault is None:
@@ -368,10 +369,10 @@ class RunStore:
                     system_prompt_id=rec.system_prompt_id,
                     mode=rec.mode,
                     repeat_index=rec.repeat_index,
-                    rendered_prompt=_dump(rec.rendered_prompt),
-                    context=rec.context,
-                    raw_output=_dump(rec.raw_output),
-                    parsed_output=_dump(rec.parsed_output),
+                    rendered_prompt=_dump(redact_known(rec.rendered_prompt)),
+                    context=redact_known(rec.context),
+                    raw_output=_dump(redact_known(rec.raw_output)),
+                    parsed_output=_dump(redact_known(rec.parsed_output)),
                     error=None if rec.error is None else redact_text(rec.error),
                     prompt_tokens=rec.prompt_tokens,
                     completion_tokens=rec.completion_tokens,
@@ -412,7 +413,7 @@ class RunStore:
             session.execute(insert(table_of(AssertionResult)), [
                 {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
                  "assertion_version": a.version, "category": a.category, "weight": a.weight,
-                 "passed": a.passed, "detail": a.detail, "created_at": now}
+                 "passed": a.passed, "detail": redact_known(a.detail), "created_at": now}
                 for a in assertions
             ])
         if scores:
