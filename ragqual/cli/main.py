@@ -2,18 +2,27 @@
 
 Exit codes: 0 ok, 1 a gate failed or a regression (or `verify` found a change), 2 bad input or
 usage, 3 a service unreachable, 4 the history storage failed (disk full, read-only, database
-deleted or replaced), 130 interrupted.
+deleted or replaced), 70 an internal error (a bug: one line naming the command and the file that
+holds the traceback; `-v` prints it too), 130 interrupted (Ctrl-C, or SIGTERM, which takes the
+same path: a run is marked `interrupted` and named with the command that resumes it).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
 from ragqual import __version__
 from ragqual.cli.commands import COMMANDS, SUMMARIES
-from ragqual.errors import RagqualError
+from ragqual.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RagqualError
+
+# When this process started, on the monotonic clock, as ragqual counts it: now (the CLI's first
+# import) less the CPU time the process has used so far (interpreter start-up and the imports that
+# led here). Not the kernel's start time of the process: a shell that exec's ragqual
+# (`bash -c "sleep 15 && ragqual eval"`) hands over its own, and the shell's wait would count.
+STARTED = time.monotonic() - time.process_time()
 
 
 class LazyGroup(click.Group):
@@ -93,12 +102,32 @@ def _interrupted(exc: BaseException | None) -> None:
         click.echo(f"ragqual: {exc.message()}", err=True)
     else:
         click.echo("ragqual: interrupted", err=True)
-    sys.exit(130)
+    sys.exit(EXIT_INTERRUPTED)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a CI runner's cancel, `docker stop`, `kill`) becomes a Ctrl-C in the main thread,
+    so a run stops the same way: its `interrupted` event stored, the resume command printed."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
+    import signal
+    import threading
+
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if on_main_thread else None
     try:
-        cli.main(args=argv, prog_name="ragqual", standalone_mode=False)
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=args, prog_name="ragqual", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -110,13 +139,13 @@ def main(argv: list[str] | None = None) -> None:
         _interrupted(exc)
     except RagqualError as exc:
         _fail(exc)
-    except Exception as exc:  # a storage failure no layer below translated: still one line, exit 4
+    except Exception as exc:
         from ragqual.store.faults import translate
 
-        fault = translate(exc)
-        if fault is None:
-            raise
-        _fail(fault)
+        fault = translate(exc)  # a storage failure no layer below translated: still one line, exit 4
+        if fault is not None:
+            _fail(fault)
+        _internal_error(exc, args)
     sys.exit(0)
 
 
@@ -124,3 +153,76 @@ def _fail(exc: RagqualError) -> None:
     message = str(exc).strip() or exc.__class__.__name__
     click.echo(f"ragqual: error: {message}", err=True)
     sys.exit(exc.exit_code)
+
+
+def _internal_error(exc: Exception, args: list[str]) -> None:
+    """A bug, not a verdict: exit 70 (never 1, which a CI gate reads as a regression), one line
+    naming the command and the file holding the traceback; `-v` prints the traceback as well."""
+    import traceback
+
+    from ragqual.core.redact import redact_text
+
+    text = redact_text("".join(traceback.format_exception(exc)))
+    command, verbose = invocation(args)
+    summary = " ".join(redact_text(f"{type(exc).__name__}: {exc}").split())
+    if len(summary) > 300:
+        summary = summary[:299] + "…"
+    if verbose:
+        click.echo(text.rstrip(), err=True)
+    try:
+        where = f"traceback written to {write_traceback(text, command)}"
+    except OSError as problem:
+        where = f"the traceback could not be written ({problem.strerror or problem})"
+    hint = "" if verbose else " (run with -v to print it)"
+    click.echo(f"ragqual: internal error in `{command}`: {summary}; {where}{hint}", err=True)
+    sys.exit(EXIT_INTERNAL)
+
+
+def write_traceback(text: str, command: str) -> str:
+    """A new file in the temporary folder (private to the user, never inside a project that may
+    be committed or read-only): ragqual-crash-<command>-<UTC time>-<random>.txt."""
+    import os
+    import tempfile
+    from datetime import UTC, datetime
+
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    slug = "-".join(command.split()[1:]) or "ragqual"
+    fd, path = tempfile.mkstemp(prefix=f"ragqual-crash-{slug}-{stamp}-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
+        handle.write(f"ragqual {__version__}: {command}\n\n{text}")
+    return path
+
+
+_VALUED_OPTIONS = ("--db", "--cache")
+
+
+def _is_group(name: str) -> bool:
+    try:
+        return isinstance(cli.get_command(click.Context(cli), name), click.Group)
+    except Exception:  # the command's own module may be what failed to import
+        return False
+
+
+def invocation(args: list[str]) -> tuple[str, int]:
+    """The command a command line runs (`ragqual corpus reset`) and its -v count, read from the
+    arguments alone: it has to work whatever state click was in when the error happened."""
+    words, verbose, skip = ["ragqual"], 0, False
+    rest = iter(args)
+    for arg in rest:
+        if skip:
+            skip = False
+        elif arg == "--":
+            break
+        elif arg in _VALUED_OPTIONS:
+            skip = True
+        elif arg == "--verbose" and len(words) == 1:
+            verbose += 1
+        elif arg.startswith("-v") and len(words) == 1 and set(arg[1:]) == {"v"}:
+            verbose += len(arg) - 1
+        elif not arg.startswith("-"):
+            words.append(arg)
+            if len(words) == 2 and not _is_group(arg):
+                break
+            if len(words) == 3:
+                break
+    return " ".join(words), verbose
