@@ -114,14 +114,31 @@ def _terminated(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> None:
     import signal
     import threading
+    import warnings
 
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if on_main_thread else None
     try:
-        _main(argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_printer(invocation(list(sys.argv[1:] if argv is None else argv))[1])
+            _main(argv)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _warning_printer(verbose: int):
+    """Python's warnings (ragqual's own, e.g. from an adapter, and its libraries') as ragqual's one
+    line, `ragqual: warning: ...`, instead of a file, a line number and a source line; `-v` adds
+    the category and where it was raised."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        text = " ".join(str(message).split())
+        origin = f" ({category.__name__} at {filename}:{lineno})" if verbose else ""
+        click.echo(f"ragqual: warning: {text}{origin}", err=True)
+
+    return show
 
 
 def _main(argv: list[str] | None) -> None:
