@@ -10,19 +10,13 @@ same path: a run is marked `interrupted` and named with the command that resumes
 from __future__ import annotations
 
 import sys
-import time
 
 import click
 
 from ragqual import __version__
+from ragqual.cli import endings
 from ragqual.cli.commands import COMMANDS, SUMMARIES
-from ragqual.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RagqualError
-
-# When this process started, on the monotonic clock, as ragqual counts it: now (the CLI's first
-# import) less the CPU time the process has used so far (interpreter start-up and the imports that
-# led here). Not the kernel's start time of the process: a shell that exec's ragqual
-# (`bash -c "sleep 15 && ragqual eval"`) hands over its own, and the shell's wait would count.
-STARTED = time.monotonic() - time.process_time()
+from ragqual.errors import EXIT_INTERRUPTED, RagqualError
 
 
 class LazyGroup(click.Group):
@@ -105,44 +99,13 @@ def _interrupted(exc: BaseException | None) -> None:
     sys.exit(EXIT_INTERRUPTED)
 
 
-def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM (a CI runner's cancel, `docker stop`, `kill`) becomes a Ctrl-C in the main thread,
-    so a run stops the same way: its `interrupted` event stored, the resume command printed."""
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> None:
-    import signal
-    import threading
-    import warnings
-
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if on_main_thread else None
-    try:
-        with warnings.catch_warnings():
-            warnings.showwarning = _warning_printer(invocation(list(sys.argv[1:] if argv is None else argv))[1])
-            _main(argv)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
-def _warning_printer(verbose: int):
-    """Python's warnings (ragqual's own, e.g. from an adapter, and its libraries') as ragqual's one
-    line, `ragqual: warning: ...`, instead of a file, a line number and a source line; `-v` adds
-    the category and where it was raised."""
-
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: object = None, line: str | None = None) -> None:
-        text = " ".join(str(message).split())
-        origin = f" ({category.__name__} at {filename}:{lineno})" if verbose else ""
-        click.echo(f"ragqual: warning: {text}{origin}", err=True)
-
-    return show
-
-
-def _main(argv: list[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    with endings.sigterm_as_ctrl_c(), endings.one_line_warnings(endings.verbosity(args)):
+        _main(args)
+
+
+def _main(args: list[str]) -> None:
     try:
         cli.main(args=args, prog_name="ragqual", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -162,7 +125,7 @@ def _main(argv: list[str] | None) -> None:
         fault = translate(exc)  # a storage failure no layer below translated: still one line, exit 4
         if fault is not None:
             _fail(fault)
-        _internal_error(exc, args)
+        endings.internal_error(exc, *endings.invocation(args, cli))
     sys.exit(0)
 
 
@@ -170,76 +133,3 @@ def _fail(exc: RagqualError) -> None:
     message = str(exc).strip() or exc.__class__.__name__
     click.echo(f"ragqual: error: {message}", err=True)
     sys.exit(exc.exit_code)
-
-
-def _internal_error(exc: Exception, args: list[str]) -> None:
-    """A bug, not a verdict: exit 70 (never 1, which a CI gate reads as a regression), one line
-    naming the command and the file holding the traceback; `-v` prints the traceback as well."""
-    import traceback
-
-    from ragqual.core.redact import redact_text
-
-    text = redact_text("".join(traceback.format_exception(exc)))
-    command, verbose = invocation(args)
-    summary = " ".join(redact_text(f"{type(exc).__name__}: {exc}").split())
-    if len(summary) > 300:
-        summary = summary[:299] + "…"
-    if verbose:
-        click.echo(text.rstrip(), err=True)
-    try:
-        where = f"traceback written to {write_traceback(text, command)}"
-    except OSError as problem:
-        where = f"the traceback could not be written ({problem.strerror or problem})"
-    hint = "" if verbose else " (run with -v to print it)"
-    click.echo(f"ragqual: internal error in `{command}`: {summary}; {where}{hint}", err=True)
-    sys.exit(EXIT_INTERNAL)
-
-
-def write_traceback(text: str, command: str) -> str:
-    """A new file in the temporary folder (private to the user, never inside a project that may
-    be committed or read-only): ragqual-crash-<command>-<UTC time>-<random>.txt."""
-    import os
-    import tempfile
-    from datetime import UTC, datetime
-
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    slug = "-".join(command.split()[1:]) or "ragqual"
-    fd, path = tempfile.mkstemp(prefix=f"ragqual-crash-{slug}-{stamp}-", suffix=".txt")
-    with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
-        handle.write(f"ragqual {__version__}: {command}\n\n{text}")
-    return path
-
-
-_VALUED_OPTIONS = ("--db", "--cache")
-
-
-def _is_group(name: str) -> bool:
-    try:
-        return isinstance(cli.get_command(click.Context(cli), name), click.Group)
-    except Exception:  # the command's own module may be what failed to import
-        return False
-
-
-def invocation(args: list[str]) -> tuple[str, int]:
-    """The command a command line runs (`ragqual corpus reset`) and its -v count, read from the
-    arguments alone: it has to work whatever state click was in when the error happened."""
-    words, verbose, skip = ["ragqual"], 0, False
-    rest = iter(args)
-    for arg in rest:
-        if skip:
-            skip = False
-        elif arg == "--":
-            break
-        elif arg in _VALUED_OPTIONS:
-            skip = True
-        elif arg == "--verbose" and len(words) == 1:
-            verbose += 1
-        elif arg.startswith("-v") and len(words) == 1 and set(arg[1:]) == {"v"}:
-            verbose += len(arg) - 1
-        elif not arg.startswith("-"):
-            words.append(arg)
-            if len(words) == 2 and not _is_group(arg):
-                break
-            if len(words) == 3:
-                break
-    return " ".join(words), verbose

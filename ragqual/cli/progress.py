@@ -9,13 +9,13 @@ from typing import Any
 import click
 
 from ragqual.app.context import AppContext
-from ragqual.cli.main import STARTED
+from ragqual.cli.endings import STARTED
 from ragqual.core.display import fmt_rate
 from ragqual.engine import loop
 
 def elapsed_since_start() -> float:
     """Seconds since this process started, interpreter start-up and imports included
-    (`ragqual.cli.main.STARTED`), not counting a parent shell that exec'd it."""
+    (`ragqual.cli.endings.STARTED`), not counting a parent shell that exec'd it."""
     return max(0.0, time.monotonic() - STARTED)
 
 

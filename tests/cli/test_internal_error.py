@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ragqual.cli.main import invocation
+from ragqual.cli.endings import invocation
+from ragqual.cli.main import cli
 from ragqual.errors import EXIT_INTERNAL, EXIT_STORAGE
 from tests.cli.conftest import ragqual
 
@@ -100,8 +101,11 @@ def test_a_storage_fault_is_still_exit_4(head_db, monkeypatch, capsys):
     (["--db", "x.db", "-vv", "corpus", "reset", "--yes"], ("ragqual corpus reset", 2)),
     (["--verbose", "--cache", "off", "baseline", "promote", "3"], ("ragqual baseline promote", 1)),
     (["--json", "report", "--last"], ("ragqual report", 0)),
+    (["baseline", "--help-me", "promote", "3"], ("ragqual baseline promote", 0)),
+    (["corpus"], ("ragqual corpus", 0)),
     (["no-such-command", "x"], ("ragqual no-such-command", 0)),
     ([], ("ragqual", 0)),
+    (["--db", "x.db", "-v", "--cache=off", "-v", "history", "-v"], ("ragqual history", 2)),
 ])
 def test_the_command_and_verbosity_are_read_from_the_arguments(args, expected):
-    assert invocation(args) == expected
+    assert invocation(args, cli) == expected

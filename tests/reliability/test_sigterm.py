@@ -61,15 +61,20 @@ def test_sigterm_marks_the_run_interrupted_and_prints_the_resume_command(project
     assert run_events(project, run_id) == ["started", "interrupted", "resumed", "finished"]
 
 
-def test_sigterm_outside_a_run_exits_130_with_one_line(project):
-    """A command that is not running trials (here: waiting on a model server that never answers
-    the warm-up) also stops on SIGTERM with Ctrl-C's one line, not a silent 143."""
-    reply = SlowReply(60.0)
-    with FakeOllama(reply=reply) as server:
+def test_sigterm_while_waiting_on_the_warm_up_exits_130_with_one_line(project):
+    """A run that has stored no trial yet (waiting on the model's warm-up, which never answers
+    here) also stops on SIGTERM as `interrupted`, with the command that resumes it."""
+    with FakeOllama(reply=SlowReply(60.0)) as server:
         child = project.start(*generation_args(server.url))
-        time.sleep(4.0)  # started, imports done, waiting on the model
-        assert child.poll() is None
+        deadline = time.monotonic() + 120
+        while server.calls["/api/generate"] == 0:  # the warm-up request has arrived
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+            time.sleep(0.05)
         _, stderr = stop_with(child, signal.SIGTERM, bound=15.0)
     assert child.returncode == 130, stderr
     assert_no_traceback(stderr)
-    assert stderr.strip().splitlines()[-1].startswith("ragqual: interrupted")
+    run_id = only_run_id(project)
+    assert stderr.strip().splitlines()[-1] == (
+        f"ragqual: interrupted: run {run_id} keeps the 0 trial(s) it finished this time; "
+        f"`ragqual generation --resume {run_id}` runs the rest")
+    assert run_events(project, run_id) == ["started", "interrupted"]
