@@ -130,6 +130,10 @@ def _main(args: list[str]) -> None:
 
 
 def _fail(exc: RagqualError) -> None:
-    message = str(exc).strip() or exc.__class__.__name__
+    """One line; the values of credentials ragqual holds are masked here too, whatever built the
+    message (core.redact)."""
+    from ragqual.core.redact import redact_text
+
+    message = redact_text(str(exc).strip() or exc.__class__.__name__)
     click.echo(f"ragqual: error: {message}", err=True)
     sys.exit(exc.exit_code)
