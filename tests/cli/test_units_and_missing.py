@@ -113,7 +113,8 @@ def test_history_shows_pass_as_a_fraction_and_a_dash_for_a_metric_a_run_lacks(he
     assert code == 0, err
     header = _row(out, "run_id")
     tokens = next(line.split() for line in out.splitlines()[1:] if line.split())
-    assert tokens[-3:] == ["0.500", "0.500", "-"] and header[-3:] == ["score", "pass", "correctness"]
+    assert tokens[-4:] == ["0.500", "0.500", "-", "-"]
+    assert header[-4:] == ["score", "pass", "correctness", "contextRecall"]
     _no_bad_missing(out)
 
 
@@ -122,7 +123,7 @@ def test_history_markdown_shows_a_dash_for_a_missing_cell(head_db, store, capsys
     code, out, err = ragqual(head_db, ["history", "--format", "markdown"], capsys)
     assert code == 0, err
     row = _cells(out.splitlines()[2])
-    assert row[-3:] == ["1.000", "1.000", "-"]
+    assert row[-4:] == ["1.000", "1.000", "-", "-"]  # score, pass, correctness, contextRecall
 
 
 # -- generation summary and matrix ---------------------------------------------------------------------
