@@ -32,7 +32,7 @@ from ragqual.app.corpus import CorpusContext, CorpusOptions, ensure_ingested, lo
 from ragqual.app.gates import gated_summary
 from ragqual.app.retrieval_run import build_retriever, run_retrieval
 from ragqual.core.adoption import Verdict, decide
-from ragqual.core.goldens import Golden, goldens_hash, select
+from ragqual.core.goldens import Golden, goldens_hash
 from ragqual.core.hashing import hash_value
 from ragqual.core.splits import SPLIT_METHODS, assign_hash_splits, split_counts
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
@@ -260,7 +260,7 @@ def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) ->
     split, other = options.split, ("test" if options.split == "validation" else "validation")
     with load_corpus_context(app, corpus_opts) as corpus:
         goldens, note = sweep_goldens(corpus.goldens, options.split_by, options.split_seed)
-        chosen, held_out = select(goldens, split=split), select(goldens, split=other)
+        chosen, held_out = [g for g in goldens if g.split == split], [g for g in goldens if g.split == other]
         if not chosen or not held_out:
             raise InputError(f"the sweep needs goldens in both splits (validation and test); found {len(chosen)} / "
                              f"{len(held_out)}: give each question a `split`, or pass --split-by hash")
