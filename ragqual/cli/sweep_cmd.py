@@ -108,7 +108,7 @@ def _runs(outcome: SweepOutcome) -> list[str]:
     out = []
     for result in outcome.indexes:
         name = "the project's index" if result.index is None else result.index.name
-        source = f"run {result.run_id}" + (" (finished earlier with the same plan: read from the history)"
+        source = f"run {result.run_id}" + (" (finished earlier on the same index, goldens and grid: read from the history)"
                                            if result.reused else "")
         out.append(f"- {name}: {source}, collection {result.figures.get('collection')}")
     return out

@@ -192,3 +192,32 @@ def test_an_impossible_chunking_is_refused_before_anything_is_ingested(project, 
                            ["sweep", "--chunk-tokens", "96,32", "--split-by", "hash"], capsys)
     assert code == 2 and "chunk32/overlap32/minilm" in err
     assert not (project / "eval-results" / "qdrant-edge").exists()
+
+
+def test_a_sweep_stopped_part_way_resumes_with_the_configurations_it_finished(project, capsys):
+    """A sweep killed after its first configuration left that configuration's finished run: the
+    whole plan run again reads it back and evaluates only the rest."""
+    part = _sweep(project, capsys, "--chunk-tokens", "48", "--overlap-tokens", "0", "--split-by", "hash")
+    whole = _sweep(project, capsys, *TWO_SIZES[:4], "--split-by", "hash")
+    assert [i["reused"] for i in whole["indexes"]] == [True, False]
+    assert whole["indexes"][0]["run_id"] == part["run"]["run_ids"][0] and _sweep_runs(project) == 2
+
+
+def test_a_run_stopped_before_it_finished_is_evaluated_again(project, capsys, monkeypatch):
+    from ragqual.store.runstore import RunStore
+
+    real = RunStore.add_event
+
+    def stop_at_finish(self, run_id, event, detail=None):
+        if event == "finished":
+            raise KeyboardInterrupt  # Ctrl-C after the rows, before the run is marked finished
+        return real(self, run_id, event, detail)
+
+    monkeypatch.setattr(RunStore, "add_event", stop_at_finish)
+    code, _, _ = ragqual(project / "eval-results" / "eval.db",
+                         ["sweep", "--chunk-tokens", "48", "--overlap-tokens", "0", "--split-by", "hash"], capsys)
+    assert code == 130 and _sweep_runs(project) == 1
+    monkeypatch.setattr(RunStore, "add_event", real)
+    again = _sweep(project, capsys, "--chunk-tokens", "48", "--overlap-tokens", "0", "--split-by", "hash")
+    assert again["indexes"][0]["reused"] is False and again["run"]["run_ids"] == [2]
+    assert again["indexes"][0]["ingestMs"] is None  # the index itself was complete: not ingested again
