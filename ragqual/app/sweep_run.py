@@ -308,6 +308,7 @@ def _judge(app: AppContext, results: list[IndexResult], configs: Mapping[str, Re
                           **{k: result.figures.get(k) for k in ("chunks", "indexVectorBytes", "ingestMs",
                                                                  "embeddedTexts", "collection")}}
     first = row_name(results[0].index, config_name(parse_config_name(options.baseline)))
+    rows = {first: rows[first], **{n: r for n, r in rows.items() if n != first}}  # the first configuration on top
     gates = {name: paired_gate(parts[first][0], parts[name][0], options.gate) for name in rows if name != first}
     for name, comparison in gates.items():
         rows[name]["gate"] = overall_verdict(comparison)
