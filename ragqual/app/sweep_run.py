@@ -265,6 +265,7 @@ def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) ->
             raise InputError(f"the sweep needs goldens in both splits (validation and test); found {len(chosen)} / "
                              f"{len(held_out)}: give each question a `split`, or pass --split-by hash")
         chosen_set = chosen + held_out
+        plan: list[tuple[IndexConfig | None, CorpusContext]]
         if options.sweeps_indexes:
             plan = [(i, scoped_context(corpus, i)) for i in index_configs(options, corpus)]
         else:

@@ -20,8 +20,11 @@ SPLIT_METHODS = ("hash",)
 
 
 class _HasSplit(Protocol):
-    id: str
-    split: str | None
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def split(self) -> str | None: ...
 
 
 G = TypeVar("G", bound=_HasSplit)
