@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions, ensure_ingested, load_corpus_context
-from ragqual.app.generation_run import GenerationOptions, GenerationOutcome, Progress, pick_goldens, run_generation
+from ragqual.app.generation_run import (GenerationOptions, GenerationOutcome, Progress, check_servers, pick_goldens,
+                                        run_generation)
 from ragqual.app.retrieval_run import RetrievalOutcome, build_retriever, retrieval_configs, run_retrieval
 from ragqual.app.failures import run_gap_causes
+from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
 from ragqual.subjects.rag import MODES
 
@@ -33,6 +35,7 @@ class EvalOutcome:
     generation: GenerationOutcome
     causes: dict[str, CauseCount]
     corpus_fingerprint: str
+    advice: dict[str, str]
 
 
 def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, *,
@@ -40,6 +43,7 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
              progress: Progress | None = None) -> EvalOutcome:
     """Both tiers as two runs in the history; `on_retrieval` sees the retrieval tier's outcome as soon
     as it is stored, before the (much longer) generation tier starts."""
+    check_servers(app, options.models, options.ollama_host)  # before the retrieval run is recorded
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         goldens = pick_goldens(corpus, options.tags, (), None, options.limit)
@@ -55,5 +59,6 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
                                     options=sampling.sampling(), max_concurrency=options.max_concurrency,
                                     ollama_host=options.ollama_host, progress=progress)
         fingerprint = corpus.fingerprint
-    causes = run_gap_causes(app.store().engine, generation.run_id)
-    return EvalOutcome(retrieval, generation, causes, fingerprint)
+        causes = run_gap_causes(app.store().engine, generation.run_id)
+        advice = measured_advice(app, generation.run_id, corpus, causes)
+    return EvalOutcome(retrieval, generation, causes, fingerprint, advice)

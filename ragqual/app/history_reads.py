@@ -98,6 +98,13 @@ def export_frames(app: AppContext, run_id: int) -> dict[str, Any]:
     return {"trials": export_trials(store.engine, run_id), "metric_values": export_metrics(store.engine, run_id)}
 
 
+def unsealed_rows(app: AppContext, run_ids: list[int]) -> dict[int, dict[str, int]]:
+    """run id -> {table: rows no seal covers}, for the runs that have any (readers left them out)."""
+    from ragqual.store.sealed_rows import unsealed_counts
+
+    return unsealed_counts(app.history(), run_ids)
+
+
 def read_published_head(path: Path) -> PublishedHead:
     """The history head a report, page or baseline file recorded (`--expect-from FILE`)."""
     try:
@@ -151,12 +158,14 @@ class SchemaState:
 
 
 def schema_state(app: AppContext) -> SchemaState:
-    """The database's revision beside this ragqual's, and any append-only trigger that is gone."""
+    """The database's revision beside this ragqual's, and any append-only trigger that is gone.
+    A malformed URL is refused (app.db_url parses it); a missing SQLite file is reported as absent."""
+    url = app.db_url
     try:
-        db.require_existing(app.db_url)
+        db.require_existing(url)
     except InputError as exc:
         return SchemaState(None, db.head_revision(), [], str(exc))
-    engine = db.make_engine(app.db_url)
+    engine = db.make_engine(url)
     try:
         current, head = db.current_revision(engine), db.head_revision()
         return SchemaState(current, head, db.missing_guards(engine) if current == head else [])
@@ -165,9 +174,9 @@ def schema_state(app: AppContext) -> SchemaState:
 
 
 @contextmanager
-def sql_query(app: AppContext, query: str, *, timeout: float, limit: int) -> Iterator[Any]:
+def sql_query(app: AppContext, query: str, *, timeout: float, limit: int, max_bytes: int) -> Iterator[Any]:
     """A read-only query over the history, streamed (store.sql_console)."""
     from ragqual.store.sql_console import open_query
 
-    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit) as stream:
+    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit, max_bytes=max_bytes) as stream:
         yield stream

@@ -15,7 +15,8 @@ from typing import Any
 
 from ragqual.vocab import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics, textmatch
-from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage
+from ragqual.core.answer_patterns import PATTERNS_VERSION
+from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage, reader_ceiling
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
 from ragqual.core.scoring import Outcome
@@ -30,11 +31,18 @@ from ragqual.subjects.rag_checks import NoRetrievalNarration, NoThinkTags, Refus
 
 MODES = ("oracle", "e2e", "noretrieval")
 DEFAULT_OPTIONS = {"temperature": 0, "seed": 42}
-RAG_METRICS_VERSION = 1
-"""The meaning of the generation metrics (module `metrics_from_outcomes`). They used to re-run the
-golden's regexes beside the assertions; they are now read from the assertion outcomes, which gives
-the same number for the same answer and assertions, so the version stays 1. Bump it when a
-metric's meaning changes: reports then read the new version and `--scorer-version` pins the old."""
+RAG_METRICS_VERSION = 2
+"""The meaning of the generation metrics (module `metrics_from_outcomes`), stored as each metric
+row's `scorer_version`. Bump it when a metric's meaning changes: `rescore` then appends rows of the
+new version, reports read them, and `--scorer-version` pins the old.
+
+1  the first metrics (they used to re-run the golden's regexes beside the assertions; reading them
+   from the assertion outcomes gave the same numbers, so the version stayed 1).
+2  groundedness reads signed numbers and dates (`core.numbers` grammar 2); refusals are read clause
+   by clause and the refusal, hedge, leakage and think-tag patterns grew (`core.answer_patterns` 2).
+"""
+CHECKS_VERSION = PATTERNS_VERSION
+"""The version of the refusal, leakage and think-tag assertions: their patterns' version."""
 
 
 _NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
@@ -60,11 +68,11 @@ def golden_case(golden: Golden) -> Case:
     for pattern in golden.must_not_include:
         checks.append(Assertion(_uid(golden.id, "exclude", pattern), 1, f"excludes /{pattern}/",
                                 RegexExcludes(pattern), category="correctness"))
-    checks.append(Assertion(_uid(golden.id, "refusal"), 1, "declines only out-of-corpus questions",
+    checks.append(Assertion(_uid(golden.id, "refusal"), CHECKS_VERSION, "declines only out-of-corpus questions",
                             RefusalBehaviour(golden.expect_refusal), category="refusal"))
-    checks.append(Assertion(_uid(golden.id, "leakage"), 1, "does not narrate retrieval",
+    checks.append(Assertion(_uid(golden.id, "leakage"), CHECKS_VERSION, "does not narrate retrieval",
                             NoRetrievalNarration(), category="leakage", weight=0))
-    checks.append(Assertion(_uid(golden.id, "think"), 1, "no reasoning tags", NoThinkTags(),
+    checks.append(Assertion(_uid(golden.id, "think"), CHECKS_VERSION, "no reasoning tags", NoThinkTags(),
                             category="think-tags", weight=0))
     return Case(id=golden.id, slug=golden.id, input=golden.to_json_dict(), assertions=tuple(checks),
                 source=golden.source, tags=golden.tags, meta={"goldenId": golden.id})
@@ -124,15 +132,18 @@ class RagSubject(Subject):
     def golden(self, case: Case) -> Golden:
         return self.goldens[case.id]
 
-    def _passages(self, golden: Golden, mode: str, query: str) -> tuple[list[str], list[str]]:
-        """(passages, chunk or document ids) for a mode."""
+    def _passages(self, golden: Golden, mode: str, query: str) -> tuple[list[str], list[str], dict[str, Any] | None]:
+        """(passages, chunk or document ids, the e2e candidate list) for a mode. The candidates
+        (ids and dense similarities in rank order) are what `ragqual whatif` recomputes other
+        thresholds and context sizes from, with no new search."""
         if mode == "oracle":
-            return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids)
+            return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids), None
         if mode == "e2e":
             found = self.retriever().retrieve(query, self.retrieval_config)
-            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context]
+            candidates = {"ids": list(found.ranking.chunk_ids), "similarities": list(found.ranking.similarities)}
+            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context], candidates
         if mode == "noretrieval":
-            return [], []
+            return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
 
     def run_one(self, case: Case, variant: Variant, mode: str, repeat_index: int,
@@ -146,12 +157,14 @@ class RagSubject(Subject):
             responses.append(response)
             rewrite = response.text.strip() or golden.query
             query = rewrite
-        passages, ids = self._passages(golden, mode, query)
+        passages, ids, candidates = self._passages(golden, mode, query)
         request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
         raw = {"message": {"role": "assistant", "content": response.text}, "backend": response.raw,
                "retrievalQuery": query, "rewrite": rewrite, "injected": ids}
+        if candidates is not None:
+            raw["candidates"] = candidates
         return SubjectResult(
             output=response.text, raw=raw, telemetry=_telemetry(responses),
             rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
@@ -186,7 +199,8 @@ def metrics_from_outcomes(expect_refusal: bool, outcomes: Sequence[Outcome], ans
     refusalCorrectness  the `refusal` assertion passed
     leakage             the `leakage` assertion failed (1.0 = the answer narrates retrieval)
     thinkTagLeak        the `think-tags` assertion failed
-    groundedness        share of the answer's numbers above 10 found in the context (no assertion)
+    groundedness        share of the answer's figures (numbers of magnitude above 10, dates) found
+                        in the context (no assertion; `core.numbers`)
     A category with no outcome gives None.
     """
     by: dict[str, list[bool]] = {}
@@ -215,13 +229,15 @@ def context_metrics(golden: dict[str, Any], raw: Any, context: str) -> dict[str,
     contextRecall  share of the golden's relevant documents with a chunk in the context (the
                    retrieval tier's metric of the same name, measured on the trial itself)
     factCoverage   share of the golden's mustInclude facts found in the context
+    readerCeiling  1 when a perfect reader could pass on this context (`core.diagnosis.reader_ceiling`)
     None where the golden has no relevant documents or facts (out-of-corpus questions), or the
     raw response does not say what was injected (a trial stored before these metrics existed).
     """
     if not isinstance(raw, dict) or "injected" not in raw:
         return {}
     evidence = evidence_from(golden, raw, context, answer="")
-    return {"contextRecall": document_recall(evidence), "factCoverage": fact_coverage(evidence, textmatch.found)}
+    return {"contextRecall": document_recall(evidence), "factCoverage": fact_coverage(evidence, textmatch.found),
+            "readerCeiling": float(reader_ceiling(evidence, textmatch.found))}
 
 
 def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float | None]:
