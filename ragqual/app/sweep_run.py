@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragqual import __version__
-from ragqual.app.comparison import Comparison, Options, compare
+from ragqual.app.comparison import Comparison, Options, compare, setting_differences
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusContext, CorpusOptions, ensure_ingested, load_corpus_context
 from ragqual.app.gates import gated_summary
@@ -301,7 +301,8 @@ def _judge(app: AppContext, results: list[IndexResult], configs: Mapping[str, Re
             name = row_name(result.index, retrieval)
             group = result.summary.groups.get(retrieval, GroupSummary(retrieval, {}))
             sel, rep = _part(group, selection_ids, True), _part(group, selection_ids, False)
-            parts[name] = (_side(result, name, split, sel), _side(result, name, other, rep))
+            parts[name] = (_side(result, name, configs[retrieval], split, sel),
+                           _side(result, name, configs[retrieval], other, rep))
             rows[name] = {"index": None if result.index is None else result.index.name, "retrieval": retrieval,
                           "runId": result.run_id, "reused": result.reused,
                           "selection": _means(sel), "reported": _means(rep),
@@ -328,18 +329,21 @@ def report_stem(run_ids: Sequence[int]) -> str:
     return "sweep-run" + "-".join(str(i) for i in dict.fromkeys(run_ids))
 
 
-def _side(result: IndexResult, name: str, split: str, questions: dict[str, dict[str, float]]) -> Summary:
+def _side(result: IndexResult, name: str, config: RetrievalConfig, split: str,
+          questions: dict[str, dict[str, float]]) -> Summary:
+    """One configuration's questions of one split as a summary `compare` reads; its settings are
+    the index's chunking and embedder and the retrieval configuration (what the diff names)."""
+    settings = {"chunking": result.figures.get("chunking"), "embedder": result.figures.get("embedder"),
+                "retrieval": config.as_dict()}
+    header = {"dataset_hash": result.summary.header.get("dataset_hash"), "params": settings}
     return Summary(f"run {result.run_id} {name} ({split})", KIND, KIND, result.figures.get("fingerprint"),
-                   {}, {GATE_GROUP: GroupSummary(GATE_GROUP, questions)}, result.run_id)
+                   header, {GATE_GROUP: GroupSummary(GATE_GROUP, questions)}, result.run_id)
 
 
 def paired_gate(base: Summary, new: Summary, options: Options) -> Comparison:
-    """`compare` between two configurations of one sweep. They answer the same goldens by
-    construction, and differ in corpus fingerprint exactly when their chunking or embedder does,
-    which `compare` refuses for two arbitrary runs; here the new side takes the base's fingerprint
-    so the refusal does not apply. (Once `compare` can pair runs across configurations, this is
-    that option.)"""
-    return compare(base, dataclasses.replace(new, corpus_fingerprint=base.corpus_fingerprint), options)
+    """`compare --across-configs` between two configurations of one sweep: the same goldens, paired
+    by question, over indexes whose chunking or embedder (and so corpus fingerprint) may differ."""
+    return compare(base, new, dataclasses.replace(options, across_configs=True))
 
 
 def overall_verdict(comparison: Comparison) -> str:
@@ -354,6 +358,7 @@ def overall_verdict(comparison: Comparison) -> str:
 
 def _gate_dict(comparison: Comparison) -> dict[str, Any]:
     return {"verdict": overall_verdict(comparison), "base": comparison.base.source, "new": comparison.new.source,
+            "differs": setting_differences(comparison.base, comparison.new),
             "metrics": [dataclasses.asdict(r) for r in comparison.rows], "notes": list(comparison.notes)}
 
 

@@ -98,7 +98,9 @@ def render_markdown(outcome: SweepOutcome) -> str:
     lines.append(f"{other} split for {picked}: "
                  + ", ".join(f"{c} {fmt_value(rows[picked]['reported'].get(c), c)}" for c in COLUMNS))
     if outcome.held_out is not None:
-        lines += ["", f"paired gate on {other}, {picked} against {first}: {verdict_line(outcome.held_out)}", "",
+        differs = outcome.document["quality"]["heldOutGate"]["differs"]
+        lines += ["", f"paired gate on {other}, {picked} against {first}: {verdict_line(outcome.held_out)}",
+                  "", "settings that differ: " + ("; ".join(differs) or "none"), "",
                   markdown_table(metrics_frame(outcome.held_out.rows))]
     return "\n".join(lines) + "\n"
 
