@@ -117,6 +117,7 @@ def test_the_report_gates_against_the_first_configuration_on_validation_and_repo
     gate = quality["gates"][second]
     assert gate["verdict"] in ("regression", "improvement", "equivalent", "inconclusive")
     assert "(validation)" in gate["base"] and {m["metric"] for m in gate["metrics"]} >= {"recall@5", "mrr"}
+    assert "chunking.chunk_tokens: 48 -> 96" in gate["differs"]
     row = quality["grid"][second]
     assert row["selection"]["questions"] + row["reported"]["questions"] == len(QUESTIONS)
     assert row["selection"]["questions"] > 0 and row["reported"]["questions"] > 0
