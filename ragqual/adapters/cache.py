@@ -10,8 +10,13 @@ A corrupt or unreadable entry is a miss with a warning, never a crash.
 Every ragqual cache (responses, search results, embeddings) holds data only: values are written
 as bytes (JSON, or float32 arrays) through `DataOnlyDisk`, which refuses to unpickle. A cache
 folder restored from an untrusted place (a CI cache from a pull request) therefore cannot run
-code: a planted pickle, like any entry written by an older ragqual with pickle, is a miss with a
-warning, then overwritten.
+code: a planted pickle, like any entry written by an older ragqual with pickle, is a miss, then
+overwritten.
+
+A cache is never worth a failed run, and its problems are its own, said once through the run's
+`CacheNotes`: a folder that cannot be opened or written (read-only, not a folder, a full disk) is
+one line naming the folder and the fix, and the run goes on without that cache (same results,
+only slower); damaged or planted entries are counted and said as one line per cache at the end.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,7 @@ import diskcache
 from diskcache.core import MODE_PICKLE
 
 from ragqual.adapters.llm import ChatResponse
+from ragqual.core.redact import redact_known
 from ragqual.errors import CacheMiss, InputError
 
 log = logging.getLogger(__name__)
@@ -87,53 +94,130 @@ def decode_json(value: Any) -> Any:
     return json.loads(value.decode("utf-8"))
 
 
-def open_cache(directory: str | Path) -> diskcache.Cache | None:
-    """Open (or create) a cache directory; an unusable one is a warning and no cache."""
+#: what a cache folder raises when it cannot be opened or written: its own failure, never the history's
+CACHE_FAULTS: tuple[type[BaseException], ...] = (OSError, sqlite3.Error, diskcache.Timeout)
+
+
+@dataclass
+class _Ignored:
+    count: int
+    first: str  # the first entry's key and what was wrong with it
+    redo: str  # what the run did instead
+
+
+class CacheNotes:
+    """The problems of one run's caches, each said once through `say`.
+
+    `unusable` is said at once, the first time only: the cache folder (or one under it) cannot be
+    opened or written, and the run goes on without caching. `ignored` only counts; `flush` says
+    one line per cache folder with the number of entries that were unreadable or inconsistent.
+    Without a `say`, the lines are RuntimeWarnings. Safe to share between threads.
+    """
+
+    def __init__(self, say: Callable[[str], None] | None = None, root: str | Path | None = None):
+        self._say = say or _warn
+        self.root = None if root is None else Path(root)
+        self._lock = threading.Lock()
+        self._unusable_said = False
+        self._ignored: dict[tuple[str, str], _Ignored] = {}
+
+    def unusable(self, folder: str | Path, exc: BaseException) -> None:
+        with self._lock:
+            if self._unusable_said:
+                return
+            self._unusable_said = True
+        self._say(unusable_message(folder, exc, self.root))
+
+    def ignored(self, what: str, folder: str | Path, key: str, reason: str, redo: str) -> None:
+        with self._lock:
+            found = self._ignored.setdefault((what, str(folder)), _Ignored(0, f"{key[:12]}: {reason}", redo))
+            found.count += 1
+
+    def count(self, what: str, folder: str | Path) -> int:
+        found = self._ignored.get((what, str(folder)))
+        return 0 if found is None else found.count
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._ignored = self._ignored, {}
+        for (what, folder), found in pending.items():
+            self._say(ignored_message(what, folder, found.count, found.first, found.redo))
+
+
+def unusable_message(folder: str | Path, exc: BaseException, root: Path | None = None) -> str:
+    """One line: which cache folder failed and why, that the run goes on without it, and the fix."""
+    where = Path(folder)
+    named = root if root is not None and where.is_relative_to(root) else where
+    at = "" if named == where else f" at {where}"
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return (f"cache folder {named} cannot be used ({reason}{at}): the run goes on without it "
+            f"(the same results, only slower); make {named} writable, set RAGQUAL_CACHE_DIR to a "
+            "writable folder, or pass --cache off")
+
+
+def ignored_message(what: str, folder: str | Path, count: int, first: str, redo: str) -> str:
+    entries, were = ("entry", "was") if count == 1 else ("entries", "were")
+    return (f"{count} {what} {entries} in {folder} {were} unreadable or inconsistent and {were} ignored "
+            f"({redo}; the first, {first})")
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def open_cache(directory: str | Path, notes: CacheNotes | None = None, **settings: Any) -> diskcache.Cache | None:
+    """Open (or create) a data-only cache folder; one that cannot be opened is noted and None."""
     try:
-        return open_data_cache(directory, size_limit=2**34)
-    except Exception as exc:  # noqa: BLE001 - a broken cache must never stop a run
-        warnings.warn(f"response cache at {directory} is unusable ({exc}); running without it", stacklevel=2)
+        return open_data_cache(directory, **settings)
+    except CACHE_FAULTS as exc:
+        (notes or CacheNotes()).unusable(directory, exc)
         return None
 
 
 class ResponseCache:
-    def __init__(self, cache: diskcache.Cache | None, mode: str = "auto"):
+    WHAT = "response-cache"
+
+    def __init__(self, cache: diskcache.Cache | None, mode: str = "auto", notes: CacheNotes | None = None):
         if mode not in MODES:
             raise InputError(f"unknown cache mode {mode!r}: use one of {', '.join(MODES)}")
         self.cache = cache
         self.mode = mode
+        self.notes = notes or CacheNotes()
+        self._owns_notes = notes is None
         self.hits = 0
         self.misses = 0
         self.calls = 0
         self._count_lock = threading.Lock()  # counters are bumped from the trial loop's workers
 
     @classmethod
-    def at(cls, directory: str | Path, mode: str = "auto") -> ResponseCache:
-        return cls(None if mode == "off" else open_cache(directory), mode)
+    def at(cls, directory: str | Path, mode: str = "auto", notes: CacheNotes | None = None) -> ResponseCache:
+        made = cls(None, mode, notes)
+        if mode != "off":
+            made.cache = open_cache(directory, made.notes, size_limit=2**34)
+        return made
 
     def _read(self, key: str) -> ChatResponse | None:
-        if self.cache is None:
+        cache = self.cache
+        if cache is None:
             return None
         try:
-            entry = self.cache.get(key, default=None)
-        except Exception as exc:  # noqa: BLE001
-            warnings.warn(f"cache entry {key[:12]} unreadable ({exc}); treating as a miss", stacklevel=3)
-            return None
-        if entry is None:
-            return None
-        try:
-            return _response_from(decode_json(entry))
-        except Exception as exc:  # noqa: BLE001
-            warnings.warn(f"cache entry {key[:12]} is corrupt ({exc}); treating as a miss", stacklevel=3)
+            entry = cache.get(key, default=None)
+            return None if entry is None else _response_from(decode_json(entry))
+        except Exception as exc:  # noqa: BLE001 - a damaged entry is a miss, never a crash
+            self.notes.ignored(self.WHAT, cache.directory, key, str(exc), "the model was asked again")
             return None
 
     def _write(self, key: str, response: ChatResponse) -> None:
-        if self.cache is None:
+        cache = self.cache
+        if cache is None:
             return
         try:
-            self.cache.set(key, encode_json({"v": ENTRY_VERSION, "response": asdict(response)}))
-        except Exception as exc:  # noqa: BLE001
-            warnings.warn(f"could not write cache entry {key[:12]} ({exc})", stacklevel=3)
+            # the values of known credentials never reach the cache folder either (core.redact)
+            cache.set(key, encode_json({"v": ENTRY_VERSION, "response": redact_known(asdict(response))}))
+        except CACHE_FAULTS as exc:
+            self.notes.unusable(cache.directory, exc)
+            self.cache = None  # the run goes on without the cache, trying no further writes
+            cache.close()
 
     def get_or_call(self, key: str, call: Callable[[], ChatResponse]) -> tuple[ChatResponse, bool]:
         """Return (response, hit). In replay mode a miss raises CacheMiss and calls nothing."""
@@ -161,6 +245,8 @@ class ResponseCache:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+        if self._owns_notes:
+            self.notes.flush()
 
 
 def _response_from(entry: Any) -> ChatResponse:

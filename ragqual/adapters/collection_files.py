@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ragqual.adapters import files
 from ragqual.core import collections as col
-from ragqual.core.corpus import DOC_SUFFIX, Document
+from ragqual.core.corpus import DOC_SUFFIX, Document, is_corpus_note
 from ragqual.core.goldens import Golden
 from ragqual.errors import InputError, Issue, ValidationFailed
 
@@ -46,20 +46,32 @@ class Loaded:
 
 def corpus_layout(path: str | os.PathLike[str]) -> str:
     root = Path(path)
-    if (root / BEIR_CORPUS).is_file():
+    if os.path.lexists(root / BEIR_CORPUS):  # read (or refused by name) whatever it is
         return col.BEIR
-    if root.is_dir() and any(_sniff(p).startswith(b"<doc>") for p in _tree(root)):
+    if root.is_dir() and _looks_like(root, b"<doc>", DOC_SUFFIX):
         return col.TREC
     return RAGQUAL
 
 
 def goldens_layout(path: str | os.PathLike[str]) -> str:
     root = Path(path)
-    if (root / BEIR_QUERIES).is_file() and (root / BEIR_QRELS).is_dir():
+    if os.path.lexists(root / BEIR_QUERIES) and (root / BEIR_QRELS).is_dir():
         return col.BEIR
-    if root.is_dir() and any(_sniff(p).startswith(b"<top>") for p in _tree(root)):
+    if root.is_dir() and _looks_like(root, b"<top>", files.GOLDENS_SUFFIX):
         return col.TREC
     return RAGQUAL
+
+
+def _looks_like(root: Path, head: bytes, native_suffix: str) -> bool:
+    """True when a file under `root` starts with `head`; also when none does but some file cannot be
+    read and none of ragqual's own files (`native_suffix`; notes such as README.md do not count) is
+    there: a collection whose files are broken (a truncated .gz, a FIFO), named by the reader,
+    rather than an empty ragqual folder."""
+    tree = _tree(root)
+    if any(_sniff(p).head.startswith(head) for p in tree):
+        return True
+    native = [n for n in os.listdir(root) if n.endswith(native_suffix) and not n.startswith(".") and not is_corpus_note(n)]
+    return not native and any(_sniff(p).problem for p in tree)
 
 
 def _tree(root: Path) -> list[Path]:
@@ -71,18 +83,38 @@ def _tree(root: Path) -> list[Path]:
     return out
 
 
-def _sniff(path: Path) -> bytes:
-    """The first bytes of a file (decompressed when it is .gz), stripped and lower-cased."""
+@dataclass(frozen=True)
+class Sniffed:
+    head: bytes  # the first bytes (decompressed for .gz), stripped and lower-cased; b"" when unreadable
+    problem: bool  # not a regular file, not valid gzip, or unreadable: the reader names why
+
+
+def _sniff(path: Path) -> Sniffed:
+    """The first bytes of a file, opened by the same rule as every input (files.open_regular)."""
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as handle:
-                head = handle.read(SNIFF_BYTES)
-        else:
-            with path.open("rb") as handle:
+        handle = files.open_regular(path)
+        if handle is None:
+            return Sniffed(b"", True)
+        with handle:
+            if path.name.endswith(".gz"):
+                with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
+                    head = stream.read(SNIFF_BYTES)
+            else:
                 head = handle.read(SNIFF_BYTES)
     except (OSError, EOFError, zlib.error):
-        return b""
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip().lower()
+        return Sniffed(b"", True)
+    return Sniffed(head.removeprefix(b"\xef\xbb\xbf").lstrip().lower(), False)
+
+
+def _collection_files(tree: list[Path], head: bytes) -> list[Path]:
+    """The files of a TREC folder starting with `head`, and those that cannot be read at all (so
+    the reader names them instead of skipping them)."""
+    out = []
+    for path in tree:
+        sniffed = _sniff(path)
+        if sniffed.problem or sniffed.head.startswith(head):
+            out.append(path)
+    return out
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -104,7 +136,7 @@ def read_any(corpus_dir: str | os.PathLike[str], goldens_dir: str | os.PathLike[
     if goldens_dir is not None:
         goldens = _goldens(goldens_dir, g_layout, known, issues, topic_field)
     if issues:
-        raise ValidationFailed(issues)
+        raise ValidationFailed(list(dict.fromkeys(issues)))  # a file in both folders is named once
     return Loaded(documents, goldens, c_layout, g_layout)
 
 
@@ -123,8 +155,7 @@ def _documents(corpus_dir: str | os.PathLike[str], layout: str, issues: list[Iss
         for name, container, data in _read(corpus_dir, root, [root / BEIR_CORPUS], issues):
             parsed.extend(col.parse_beir_corpus(name, data, container))
     else:
-        doc_files = [p for p in _tree(root) if _sniff(p).startswith(b"<doc>")]
-        for name, container, data in _read(corpus_dir, root, doc_files, issues):
+        for name, container, data in _read(corpus_dir, root, _collection_files(_tree(root), b"<doc>"), issues):
             parsed.extend(col.parse_trec_documents(name, data, container))
     issues += parsed.issues
     known = {doc.doc_id for doc, _, _ in parsed.documents}
@@ -151,8 +182,8 @@ def _goldens(goldens_dir: str | os.PathLike[str], layout: str, known: set[str], 
             parsed.extend(col.parse_beir_qrels(name, data, Path(container).name.removesuffix(".tsv")))
     else:
         tree = _tree(root)
-        topics = [p for p in tree if _sniff(p).startswith(b"<top>")]
         qrels = [p for p in tree if p.name.lower().startswith(QRELS_PREFIX) or p.parent.name.lower() == QRELS_PREFIX]
+        topics = [p for p in _collection_files(tree, b"<top>") if p not in qrels]
         if not qrels:
             issues.append(Issue(files.display_path(goldens_dir), None, "no qrels file (a file named qrels*)"))
         for name, _, data in _read(goldens_dir, root, topics, issues):
@@ -176,27 +207,16 @@ def _existing(path: str | os.PathLike[str], what: str) -> Path:
 
 def _read(given: str | os.PathLike[str], root: Path, paths: list[Path],
           issues: list[Issue]) -> list[tuple[str, str, bytes]]:
-    """(display name, path relative to the folder, bytes) of each readable file; gzip decompressed."""
+    """(display name, path relative to the folder, bytes) of each readable file; gzip decompressed
+    as it is read, never past the limit."""
     out = []
     for path in paths:
         relative = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
         name = files.display_path(Path(given) / relative)
-        data, problem = files._read_guarded(root, path, MAX_COLLECTION_FILE_BYTES, LIMIT_NAME)
-        if problem is None and data is not None and path.name.endswith(".gz"):
-            data, problem = _gunzip(data)
+        data, problem = files._read_guarded(root, path, MAX_COLLECTION_FILE_BYTES, LIMIT_NAME,
+                                            gunzip=path.name.endswith(".gz"))
         if problem is not None or data is None:
             issues.append(Issue(name, None, problem or "unreadable"))
             continue
         out.append((name, relative, data))
     return out
-
-
-def _gunzip(data: bytes) -> tuple[bytes | None, str | None]:
-    try:
-        out = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
-        return None, f"not a valid gzip file ({exc})"
-    if len(out) > MAX_COLLECTION_FILE_BYTES:
-        return None, f"over the limit of {LIMIT_NAME} once decompressed"
-    return out, None
-

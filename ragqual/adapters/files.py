@@ -10,11 +10,13 @@ Everything found goes into one ValidationFailed together with the parsers' findi
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
+import zlib
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from ragqual.core.corpus import DOC_SUFFIX, Document, doc_id_for, is_corpus_note, parse_corpus
 from ragqual.core.goldens import Golden, parse_goldens
@@ -177,8 +179,33 @@ def _read_all(
     return files, issues
 
 
-def _read_guarded(root: Path, entry: Path, limit: int, limit_name: str) -> tuple[bytes | None, str | None]:
-    """The file's bytes, or why it is refused; checks run on the resolved path."""
+NOT_REGULAR = "not a regular file"
+READ_CHUNK = 8 * 2**20  # bytes of decompressed output read at a time: a bomb is stopped at the limit
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO | None:
+    """`path` opened for reading when it is a regular file; None for a FIFO, socket, device or folder.
+
+    The one rule for every file ragqual reads as input (documents, goldens, collection files, and
+    the sniffing that detects a layout): opened non-blocking, so a FIFO with no writer cannot
+    hang the open, and checked on the open descriptor, so a file swapped after a stat is seen.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def _read_guarded(root: Path, entry: Path, limit: int, limit_name: str, *,
+                  gunzip: bool = False) -> tuple[bytes | None, str | None]:
+    """The file's bytes (decompressed with `gunzip`), or why it is refused; checks run on the
+    resolved path, and no more than `limit` bytes (+1) are ever read or inflated."""
     try:
         target = entry.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -187,17 +214,44 @@ def _read_guarded(root: Path, entry: Path, limit: int, limit_name: str) -> tuple
         return None, f"resolves to {target}, outside {display_path(root)}; links out of the folder are refused"
     try:
         info = target.stat()
-        if not stat.S_ISREG(info.st_mode):
-            return None, "not a regular file"
-        if info.st_size > limit:
+        if not stat.S_ISREG(info.st_mode):  # a socket cannot even be opened: said the same way
+            return None, NOT_REGULAR
+        if not gunzip and info.st_size > limit:
             return None, f"{info.st_size:,} bytes is over the limit of {limit_name}"
-        with target.open("rb") as handle:
-            data = handle.read(limit + 1)  # the file may have grown since stat()
+        handle = open_regular(target)
+        if handle is None:
+            return None, NOT_REGULAR
+        with handle:
+            data = _read_gzip(handle, limit) if gunzip else _read_plain(handle, info.st_size, limit)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        return None, f"not a valid gzip file ({exc})"
     except OSError as exc:
         return None, f"cannot be read: {exc.strerror or exc}"
-    if len(data) > limit:
-        return None, f"over the limit of {limit_name}"
+    if data is None or len(data) > limit:
+        return None, f"over the limit of {limit_name}" + (" once decompressed" if gunzip else "")
     return data, None
+
+
+def _read_plain(handle: BinaryIO, size: int, limit: int) -> bytes:
+    """Its bytes, up to limit + 1 (the file may have grown since its size was read)."""
+    data = handle.read(min(size, limit) + 1)
+    if len(data) > size:
+        data += handle.read(limit + 1 - len(data))
+    return data
+
+
+def _read_gzip(handle: BinaryIO, limit: int) -> bytes | None:
+    """The inflated bytes, read chunk by chunk; None as soon as they pass `limit`: a gzip bomb
+    costs the limit in memory and time, never what it would inflate to."""
+    chunks: list[bytes] = []
+    total = 0
+    with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
+        while chunk := stream.read(min(READ_CHUNK, limit + 1 - total)):
+            total += len(chunk)
+            if total > limit:
+                return None
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _parse_or_raise(

@@ -3,9 +3,10 @@
 Every failure the client can raise is translated here into the ragqual error tree:
 
     builtin ConnectionError, httpx.ConnectError,
-    httpx.ConnectTimeout, other TransportError -> ServiceUnavailable (not reachable, how to start it)
-                                               while the server has never answered; once it has,
-                                               retried with backoff, then ModelCallFailed
+    httpx.ConnectTimeout, other TransportError -> retried with backoff; when every attempt failed,
+                                               ServiceUnavailable (not reachable, how to start it)
+                                               while the server has never answered, else
+                                               ModelCallFailed "failed after N attempts"
     ResponseError 404 (model not found)     -> ServiceUnavailable (names `ollama pull <model>`)
     the whole call over its time limit      -> retried with backoff, then ModelCallFailed
                                                (the limit bounds the whole call: adapters.deadline)
@@ -17,7 +18,8 @@ Every failure the client can raise is translated here into the ragqual error tre
 The client raises the builtin `ConnectionError` when a plain request cannot connect,
 but a streamed request lets `httpx.ConnectError` through untouched, so both are caught.
 `ModelCallFailed` is the one a trial loop may record against a single trial and go on;
-a plain `ServiceUnavailable` means no further call can succeed.
+a plain `ServiceUnavailable` means no further call can succeed. A password in the host URL is
+registered with `ragqual.core.redact`, and every text taken from the server is redacted.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import pydantic
 from ragqual.adapters.deadline import call_deadline, deadline_transport
 from ragqual.adapters.llm import ChatRequest, ChatResponse
 from ragqual.adapters.retry import AttemptObserver, Retryable, with_retries
+from ragqual.core.redact import redact_text, remember_url_secrets
 from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable  # noqa: F401 - ModelCallFailed re-exported
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -51,8 +54,10 @@ class _Malformed(Exception):
 
 
 def resolve_host(host: str | None = None) -> str:
-    """Explicit host, else `OLLAMA_HOST`, else the local default."""
-    return host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    """Explicit host, else `OLLAMA_HOST`, else the local default (its password registered)."""
+    resolved = host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    remember_url_secrets(resolved)
+    return resolved
 
 
 def with_default_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -61,7 +66,8 @@ def with_default_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _one_line(text: str, limit: int = _MAX_ERROR_TEXT) -> str:
-    flat = " ".join(str(text).split())
+    """One line of text from a server, credentials masked, at most `limit` characters."""
+    flat = redact_text(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -78,13 +84,13 @@ def _with_tag(name: str) -> str:
 
 def _unreachable(host: str) -> ServiceUnavailable:
     return ServiceUnavailable(
-        f"Ollama is not reachable at {host}: start it with `ollama serve` "
+        f"Ollama is not reachable at {redact_text(host)}: start it with `ollama serve` "
         "or pass --ollama-host / set OLLAMA_HOST"
     )
 
 
 def _missing(model: str, host: str) -> ServiceUnavailable:
-    return ServiceUnavailable(f"model '{model}' is not present on {host}: run `ollama pull {model}`")
+    return ServiceUnavailable(f"model '{model}' is not present on {redact_text(host)}: run `ollama pull {model}`")
 
 
 def _is_missing_model(err: ollama.ResponseError) -> bool:
@@ -99,7 +105,7 @@ class _Caller:
                  sleep: Callable[[float], None]):
         if retries < 0:
             raise InputError(f"retries must be 0 or more, got {retries}")
-        self.host, self.model, self.timeout = host, model, timeout
+        self.host, self.model, self.timeout = redact_text(host), model, timeout  # host: as messages name it
         self.retries, self.backoff, self.sleep = retries, backoff, sleep
         self.observer: AttemptObserver | None = None  # the run's circuit breaker, when there is one
         self.answered = False  # the server has answered once: it was reachable at the start
@@ -116,7 +122,8 @@ class _Caller:
             with call_deadline(self.timeout):
                 result = call()
         except (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError) as err:
-            raise self._transport_failure(err, str(_unreachable(self.host))) from None
+            raise self._transport_failure(err, f"{type(err).__name__}: cannot connect to Ollama at "
+                                               f"{self.host}") from None
         except httpx.TimeoutException as err:
             raise Retryable("timeout", type(err).__name__) from None
         except httpx.TransportError as err:
@@ -132,10 +139,8 @@ class _Caller:
         self.answered = True
         return result
 
-    def _transport_failure(self, err: Exception, detail: str | None = None) -> Exception:
-        """Unreachable while the server never answered; afterwards one failed attempt, retried."""
-        if not self.answered:
-            return _unreachable(self.host)
+    def _transport_failure(self, err: Exception, detail: str | None = None) -> Retryable:
+        """One failed attempt, retried; `_gave_up` says "unreachable" only if nothing ever answered."""
         return Retryable("transport", detail or f"{type(err).__name__} from Ollama at {self.host}: "
                                                 f"{_one_line(str(err), 120)}")
 
@@ -152,7 +157,9 @@ class _Caller:
             reason="rejected", attempts=1,
         )
 
-    def _gave_up(self, failure: Retryable, attempts: int, model: str) -> ModelCallFailed:
+    def _gave_up(self, failure: Retryable, attempts: int, model: str) -> ServiceUnavailable:
+        if not self.answered and failure.reason == "transport":
+            return _unreachable(self.host)
         if failure.reason == "timeout":
             message = (f"model '{model}' on {self.host} timed out after {attempts} attempts "
                        f"({self.timeout:g} s each)")
@@ -215,7 +222,7 @@ class OllamaChatModel:
     def ensure_available(self) -> None:
         """Refuse before a run starts when the server does not have the model."""
         if self.digest() is None:
-            raise ServiceUnavailable(f"model '{self.name}' is not present on {self.host}: run `ollama pull {self.name}`")
+            raise _missing(self.name, self.host)
 
     def warm_up(self, options: Mapping[str, Any] | None = None) -> None:
         """Unload every other resident model, then burn one generation with this one.

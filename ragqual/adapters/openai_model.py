@@ -11,7 +11,10 @@ Spoken with plain `httpx`: POST `<base-url>/chat/completions`. The request optio
 
 The API key comes from `$RAGQUAL_OPENAI_API_KEY`, else `$OPENAI_API_KEY`, sent as a Bearer token
 when set. `name` is the whole `<base-url>#<model>`, so two servers that both call a model "gemma"
-never share cached answers.
+never share cached answers. The key and any password in the base URL are registered with
+`ragqual.core.redact`, so a server that echoes them back (an error body repeating the request
+headers) cannot get them into a stored error or a printed message; every text taken from a
+server is redacted here too.
 
 `raw` is the server's JSON body plus the reply as a top-level `message.content` (the shape
 subjects read stored answers from) and `ignored_options` when some were not sent.
@@ -20,12 +23,17 @@ digest() is None: `/models` lists ids and owners (and, for some servers, a creat
 changes at every restart), nothing derived from the weights. Cached answers are therefore keyed
 by URL and model name; clear the cache when the weights behind a name change.
 
+Before a run is created, `ensure_available` asks `GET <base-url>/models` (with the same retries
+as a call): a server that never answers is refused there, so no run is recorded. Any HTTP answer
+counts as reachable, except 401/403 (the key is refused); a server without `/models` is not
+refused for that, since the warm-up tells.
+
 Errors, as for the Ollama backend:
 
-    connection refused, DNS, other transport  -> ServiceUnavailable naming the URL, while the
-      before the server ever answered            server has never answered (unreachable at the start)
-    the same after it has answered once       -> retried with backoff, then ModelCallFailed
-      (a dropped or reset connection mid-run)
+    connection refused, DNS, dropped or reset -> retried with backoff (the warm-up as much as a
+      connection, other transport                trial); when every attempt failed: ServiceUnavailable
+                                                 "not reachable" while the server has never answered,
+                                                 else ModelCallFailed "failed after N attempts"
     the whole call over its time limit,       -> retried with backoff, then ModelCallFailed
       HTTP 429, HTTP 5xx                         (the limit bounds the whole call: see adapters.deadline)
     HTTP 404                                  -> ServiceUnavailable (wrong base URL or model)
@@ -47,6 +55,7 @@ import httpx
 from ragqual.adapters.deadline import call_deadline, deadline_transport
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
 from ragqual.adapters.retry import AttemptObserver, Retryable, with_retries
+from ragqual.core.redact import redact_text, remember_bearer, remember_url_secrets
 from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable
 
 KEY_VARIABLES = ("RAGQUAL_OPENAI_API_KEY", "OPENAI_API_KEY")
@@ -99,7 +108,8 @@ def _response_format(fmt: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def _one_line(text: str, limit: int = _MAX_ERROR_TEXT) -> str:
-    flat = " ".join(str(text).split())
+    """One line of text from a server, credentials masked, at most `limit` characters."""
+    flat = redact_text(" ".join(str(text).split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -128,8 +138,11 @@ class OpenAIChatModel:
             raise InputError(f"retries must be 0 or more, got {retries}")
         self.base_url, self.model = base_url.rstrip("/"), model
         self.name = f"{self.base_url}#{model}"
+        remember_url_secrets(self.base_url)
+        self.shown_url = redact_text(self.base_url)  # what messages name
         self.timeout, self.retries, self.backoff, self.sleep = timeout, retries, backoff, sleep
         key = api_key if api_key is not None else api_key_from_env()
+        remember_bearer(key)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport or deadline_transport())
         self.observer: AttemptObserver | None = None  # the run's circuit breaker, when there is one
@@ -139,8 +152,25 @@ class OpenAIChatModel:
         """None: see the module docstring."""
         return None
 
+    def ensure_available(self) -> None:
+        """Refuse before a run starts when the server never answers (see the module docstring)."""
+        url = f"{self.base_url}/models"
+        with_retries(lambda: self._probe_once(url), retries=self.retries, backoff=self.backoff,
+                     sleep=self.sleep, gave_up=self._gave_up)
+
+    def _probe_once(self, url: str) -> None:
+        try:
+            with call_deadline(self.timeout):
+                response = self._client.get(url)
+        except httpx.TransportError as err:
+            raise self._attempt_failure(err) from None
+        self._answered = True
+        if response.status_code in (401, 403):
+            raise self._refused(response.status_code)
+
     def warm_up(self, options: Mapping[str, Any] | None = None) -> None:
-        """One tiny generation: it fails early, as ServiceUnavailable, when nothing can succeed."""
+        """One tiny generation, with the retries of any call: a server that never answered is
+        ServiceUnavailable (the run stops), one that fails every attempt a ModelCallFailed."""
         self.chat(ChatRequest(system="", messages=(ChatMessage("user", WARM_UP_PROMPT),),
                               options={**(options or {}), "num_predict": WARM_UP_NUM_PREDICT}))
 
@@ -160,24 +190,20 @@ class OpenAIChatModel:
         try:
             with call_deadline(self.timeout):
                 response = self._client.post(url, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as err:
-            raise self._transport_failure(err, "") from None
-        except httpx.TimeoutException as err:
-            raise Retryable("timeout", type(err).__name__) from None
         except httpx.TransportError as err:
-            raise self._transport_failure(err, f" ({type(err).__name__})") from None
+            raise self._attempt_failure(err) from None
         self._answered = True
         latency_ms = (time.perf_counter() - started) * 1000.0
         self._check_status(response)
         return self._to_response(response, ignored, latency_ms)
 
-    def _transport_failure(self, err: httpx.TransportError, detail: str) -> Exception:
-        """Unreachable while the server never answered; afterwards one failed attempt, retried."""
-        if not self._answered:
-            return self._unreachable(detail)
-        if isinstance(err, (httpx.ConnectError, httpx.ConnectTimeout)):
-            return Retryable("transport", str(self._unreachable()))
-        return Retryable("transport", f"{type(err).__name__} from {self.base_url}: {_one_line(str(err), 120)}")
+    def _attempt_failure(self, err: httpx.TransportError) -> Retryable:
+        """One failed attempt, retried. A connection made but not answered in time is a timeout;
+        anything else (refused, reset, dropped, not connected in time) is a transport failure,
+        which `_gave_up` calls "unreachable" only while the server has never answered."""
+        if isinstance(err, httpx.TimeoutException) and not isinstance(err, httpx.ConnectTimeout):
+            return Retryable("timeout", type(err).__name__)
+        return Retryable("transport", f"{type(err).__name__} from {self.shown_url}: {_one_line(str(err), 120)}")
 
     def _check_status(self, response: httpx.Response) -> None:
         status = response.status_code
@@ -186,16 +212,14 @@ class OpenAIChatModel:
         text = _error_text(response)
         if status == 404:
             raise ServiceUnavailable(
-                f"{response.request.url} answered 404 for model '{self.model}' ({text}): check that "
-                f"the base URL ends where /chat/completions starts (often /v1) and that the model "
-                f"is listed at {self.base_url}/models")
+                f"{redact_text(str(response.request.url))} answered 404 for model '{self.model}' ({text}): "
+                f"check that the base URL ends where /chat/completions starts (often /v1) and that the model "
+                f"is listed at {self.shown_url}/models")
         if status in (401, 403):
-            raise ServiceUnavailable(
-                f"{self.base_url} refused the credentials (HTTP {status}): set "
-                f"{' or '.join(KEY_VARIABLES)}")
+            raise self._refused(status)
         if status == 429 or status >= 500:
             raise Retryable("server_error", f"HTTP {status}: {text}")
-        raise ModelCallFailed(f"{self.base_url} rejected the call to '{self.model}' "
+        raise ModelCallFailed(f"{self.shown_url} rejected the call to '{self.model}' "
                               f"(HTTP {status}): {text}", reason="rejected")
 
     def _to_response(self, response: httpx.Response, ignored: list[str], latency_ms: float) -> ChatResponse:
@@ -210,7 +234,7 @@ class OpenAIChatModel:
                 raise TypeError("the message content is not text, or the usage is not an object")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
             raise ModelCallFailed(
-                f"malformed response from {self.base_url}: {type(err).__name__} {_one_line(str(err))}; "
+                f"malformed response from {self.shown_url}: {type(err).__name__} {_one_line(str(err))}; "
                 f"body starts {_one_line(response.text, 120)!r}", reason="malformed") from None
         raw = {**raw, "message": {"role": "assistant", "content": text}}
         if ignored:
@@ -219,17 +243,24 @@ class OpenAIChatModel:
                             completion_tokens=usage.get("completion_tokens"),
                             latency_ms=latency_ms, load_ms=None, cost=None)
 
-    def _unreachable(self, detail: str = "") -> ServiceUnavailable:
+    def _refused(self, status: int) -> ServiceUnavailable:
+        return ServiceUnavailable(f"{self.shown_url} refused the credentials (HTTP {status}): set "
+                                  f"{' or '.join(KEY_VARIABLES)}")
+
+    def _unreachable(self, failure: Retryable, attempts: int) -> ServiceUnavailable:
         return ServiceUnavailable(
-            f"no OpenAI-compatible server is reachable at {self.base_url}{detail}: start it "
+            f"no OpenAI-compatible server is reachable at {self.shown_url} (it never answered; "
+            f"{attempts} attempt(s), last: {failure.detail.split(' from ', 1)[0]}): start it "
             f"(e.g. `python -m llama_cpp.server --model <file.gguf>`) or fix the URL in "
             f"openai:<base-url>#<model>")
 
-    def _gave_up(self, failure: Retryable, attempts: int) -> ModelCallFailed:
+    def _gave_up(self, failure: Retryable, attempts: int) -> ServiceUnavailable:
+        if not self._answered and failure.reason == "transport":
+            return self._unreachable(failure, attempts)
         if failure.reason == "timeout":
-            message = (f"model '{self.model}' at {self.base_url} timed out after {attempts} "
+            message = (f"model '{self.model}' at {self.shown_url} timed out after {attempts} "
                        f"attempts ({self.timeout:g} s each)")
         else:
-            message = (f"{self.base_url} failed on '{self.model}' after {attempts} attempts: "
+            message = (f"{self.shown_url} failed on '{self.model}' after {attempts} attempts: "
                        f"{failure.detail}")
         return ModelCallFailed(message, reason=failure.reason, attempts=attempts)

@@ -42,7 +42,7 @@ from qdrant_client.http import exceptions as qdrant_errors
 from qdrant_client.http import models
 
 from ragqual.core.hashing import canonical_json, sha256_hex
-from ragqual.core.redact import redact_argv
+from ragqual.core.redact import redact_argv, remember_secret, remember_url_secrets
 from ragqual.errors import ForeignPoints, InputError, ServiceUnavailable
 
 T = TypeVar("T")
@@ -84,6 +84,8 @@ def open_qdrant(
     (default: env RAGQUAL_QDRANT_WAIT, else 30 s), then ServiceUnavailable names the holder.
     """
     if url:
+        remember_url_secrets(url)  # masked wherever it could be stored or printed (core.redact)
+        remember_secret(api_key)
         return _open_server(url, api_key)
     if path is None:
         raise InputError("Qdrant needs a storage folder or a server URL (--qdrant-url / QDRANT_URL)")
@@ -452,14 +454,15 @@ class EvalIndex:
         """
         if not self.exists():
             return 0
-        ours = self.refuse_foreign_points()
+        ours = self.refuse_foreign_points(edited_means="they are deleted with the rest")
         for start in range(0, len(ours), UPSERT_BATCH):
             selector = models.PointIdsList(points=list(ours[start : start + UPSERT_BATCH]))
             self._call(self.client.delete, self.collection, points_selector=selector, wait=True)
         return len(ours)
 
-    def refuse_foreign_points(self) -> list[str]:
-        """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours."""
+    def refuse_foreign_points(self, edited_means: str = "they are rebuilt from the corpus") -> list[str]:
+        """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours.
+        Points of ours edited since ingest are warned about once, saying what the caller does with them."""
         ours: list[str] = []
         foreign: list[str] = []
         edited = 0
@@ -468,7 +471,7 @@ class EvalIndex:
             edited += is_owned(point.id, point.payload) and not is_intact(point.id, point.payload)
         if edited and not foreign:
             warnings.warn(f"{edited} of ragqual's eval point(s) in {self.collection!r} were edited after they were "
-                          f"ingested; they are rebuilt from the corpus", stacklevel=2)
+                          f"ingested; {edited_means}", stacklevel=2)
         if foreign:
             raise ForeignPoints(
                 f"Qdrant collection {self.collection!r} holds {len(foreign)} point(s) that carry ragqual's reserved "

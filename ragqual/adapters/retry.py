@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from ragqual.errors import ModelCallFailed
+from ragqual.errors import ModelCallFailed, ServiceUnavailable
 
 T = TypeVar("T")
 
@@ -35,10 +35,11 @@ class AttemptObserver(Protocol):
 
 
 def with_retries(attempt: Callable[[], T], *, retries: int, backoff: float, sleep: Callable[[float], None],
-                 gave_up: Callable[[Retryable, int], ModelCallFailed],
+                 gave_up: Callable[[Retryable, int], ServiceUnavailable],
                  observer: AttemptObserver | None = None) -> T:
     """Call `attempt` up to retries + 1 times, waiting backoff * 2**k between tries; a Retryable
-    that outlives them becomes the ModelCallFailed that `gave_up(failure, attempts)` builds."""
+    that outlives them becomes the error `gave_up(failure, attempts)` builds: a ModelCallFailed
+    (recorded on one trial), or a plain ServiceUnavailable when no attempt reached the server."""
     attempts, failed = retries + 1, 0
     while True:
         if observer is not None:

@@ -14,20 +14,20 @@ Any write to the embedded folder (an ingest, a reset, a point someone added) cha
 and so misses every dense entry. A Qdrant server exposes no such state: its searches are never
 cached. Cached hits still go through the leak guard, which checks each hit's source file.
 Entries are JSON bytes in a data-only diskcache (see adapters.cache: nothing is unpickled); a
-damaged or planted entry is a miss with a warning.
+damaged or planted entry is a miss, counted in the run's CacheNotes (one line at the end). A folder
+that cannot be opened or written makes the run go on without this cache, said once.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ragqual.adapters.cache import decode_json, encode_json, open_data_cache
+from ragqual.adapters.cache import CACHE_FAULTS, CacheNotes, decode_json, encode_json, open_cache
 from ragqual.core.hashing import canonical_json, sha256_hex
 
 if TYPE_CHECKING:
@@ -87,30 +87,48 @@ def package_version(name: str) -> str:
 
 
 class SearchCache:
-    """A diskcache folder of search results; `read=False` only writes (a forced fresh run)."""
+    """A diskcache folder of search results; `read=False` only writes (a forced fresh run).
 
-    def __init__(self, directory: str | Path, *, read: bool = True):
-        self.cache = open_data_cache(directory)
+    A folder that cannot be opened or written is noted once and then neither read nor written:
+    every search runs, to the same results."""
+
+    WHAT = "search-cache"
+
+    def __init__(self, directory: str | Path, *, read: bool = True, notes: CacheNotes | None = None):
+        self.directory = Path(directory)
+        self.notes = notes or CacheNotes()
+        self._owns_notes = notes is None
+        self.cache = open_cache(directory, self.notes)
         self.read = read
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str, valid: Callable[[Any], bool]) -> Any | None:
-        if not self.read:
+        if not self.read or self.cache is None:
             return None
         try:
             stored = self.cache.get(key, default=None, retry=True)
             value = None if stored is None else _tuples(decode_json(stored))
         except Exception as exc:  # noqa: BLE001 - a damaged cache costs time, never a run
-            warnings.warn(f"search cache entry {key[:12]} unreadable ({exc!r}); searching again", RuntimeWarning, stacklevel=2)
+            self._ignored(key, repr(exc))
             return None
         if value is not None and not valid(value):
-            warnings.warn(f"search cache entry {key[:12]} has an unexpected shape; searching again", RuntimeWarning, stacklevel=2)
+            self._ignored(key, "an unexpected shape")
             return None
         return value
 
+    def _ignored(self, key: str, reason: str) -> None:
+        self.notes.ignored(self.WHAT, self.directory, key, reason, "searched again")
+
     def put(self, key: str, value: Any) -> None:
-        self.cache.set(key, encode_json(value), retry=True)
+        if self.cache is None:
+            return
+        try:
+            self.cache.set(key, encode_json(value), retry=True)
+        except CACHE_FAULTS as exc:
+            self.notes.unusable(self.directory, exc)
+            self.cache.close()
+            self.cache = None
 
     @staticmethod
     def key(kind: str, **fields: Any) -> str:
@@ -124,7 +142,10 @@ class SearchCache:
         self.put(self.key("verified", scope=scope), True)
 
     def close(self) -> None:
-        self.cache.close()
+        if self.cache is not None:
+            self.cache.close()
+        if self._owns_notes:
+            self.notes.flush()
 
 
 def _tuples(value: Any) -> Any:

@@ -33,9 +33,11 @@ import numpy as np
 
 from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary, incomplete_sources
+from ragqual.app.history_reads import history_head
 from ragqual.core import paramdiff, stats
 from ragqual.core.metric_names import FLIP_METRICS, is_binary, is_gated, is_informational, lower_is_better
 from ragqual.core.multiplicity import benjamini_hochberg, holm
+from ragqual.core.runlabel import RunLabel
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, REGRESSION, tolerance_regressed, verdict
 from ragqual.errors import InputError
@@ -122,6 +124,7 @@ class Comparison:
     flips: list[Flip] = field(default_factory=list)
     unstable: list[Unstable] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    history: dict[str, str] = field(default_factory=dict)  # the history head, when a side was read from it
     differences: list[str] = field(default_factory=list)  # the two runs' settings that differ
 
     @property
@@ -243,6 +246,12 @@ def setting_differences(base: Summary, new: Summary) -> list[str]:
                                                         new.header.get("params"), new.corpus_fingerprint))
 
 
+def source_label(summary: Summary) -> str:
+    """`run 12 "chunks-128" [dataset=v2]`: the source with the run's name and tags, when it has them."""
+    label = RunLabel.from_params(summary.header).text()
+    return f"{summary.source} {label}" if label else summary.source
+
+
 def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np.random.Generator:
     key = f"{group}\0{metric}" + (f"\0{tag}" if tag is not None else "")
     return np.random.default_rng([seed, zlib.crc32(key.encode())])
@@ -297,7 +306,7 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
         notes.append("per-tag table: the questions' tags come from the history, and neither side is a run")
     rows = _judge(rows, holm, options, gate=True)
     return Comparison(base, new, options, rows, _judge(tag_rows, benjamini_hochberg, options, gate=False),
-                      flips, unstable, notes, setting_differences(base, new))
+                      flips, unstable, notes, differences=setting_differences(base, new))
 
 
 def _group_notes(base: Summary, new: Summary) -> list[str]:
@@ -477,4 +486,6 @@ def compare_sources(app: AppContext, base: str, new: str, options: Options, scor
     from_history = not (is_baseline_file(base) and is_baseline_file(new))
     cases = load_case_infos(base_summary, new_summary, read_store, from_history)
     comparison = compare(base_summary, new_summary, options, cases)
+    if from_history:
+        comparison = replace(comparison, history=history_head(read_store().engine))
     return mark_incomplete(comparison, incomplete_sources(base_summary, new_summary))

@@ -1,7 +1,9 @@
 """What every run shares: settings, the history store, the response cache (opened lazily).
 
 The CLI builds one from its global flags; the Python API (`ragqual.Project`) builds one from a
-project folder. Messages meant for a person go through `notify` (stderr by default)."""
+project folder. Messages meant for a person go through `notify` (stderr by default). The caches
+of a run share one `cache_notes`: a cache folder that cannot be used is said once, at once, and
+damaged entries once per cache with a count when the context closes."""
 
 from __future__ import annotations
 
@@ -29,7 +31,11 @@ class AppContext:
 
     @property
     def db_url(self) -> str:
-        return self.settings.db_url(self.db_url_override)
+        from ragqual.core.redact import remember_url_secrets
+
+        url = self.settings.db_url(self.db_url_override)
+        remember_url_secrets(url)  # its password is masked wherever it could be stored or printed
+        return url
 
     def read_only_db_url(self) -> str:
         """The database URL for a command that only reads it (no project: exit 2 naming the cwd)."""
@@ -67,17 +73,28 @@ class AppContext:
             raise InputError(no_project_message(Path.cwd()))
         self.notify(f"ragqual: no project above {Path.cwd()}: starting one here ({self.settings.results_dir})")
 
+    def cache_notes(self):  # -> CacheNotes
+        """Where every cache of this run says its problems: `ragqual: warning: ...` lines."""
+        if "cache_notes" not in self._open:
+            from ragqual.adapters.cache import CacheNotes
+
+            self._open["cache_notes"] = CacheNotes(lambda m: self.notify(f"ragqual: warning: {m}"), self.settings.cache_dir())
+        return self._open["cache_notes"]
+
     def response_cache(self):  # -> ResponseCache
         if "cache" not in self._open:
             from ragqual.adapters.cache import ResponseCache
 
-            self._open["cache"] = ResponseCache.at(self.settings.cache_dir(), self.cache_mode)
+            self._open["cache"] = ResponseCache.at(self.settings.cache_dir(), self.cache_mode, self.cache_notes())
         return self._open["cache"]
 
     def close(self) -> None:
         cache = self._open.pop("cache", None)
         if cache is not None:
             cache.close()
+        notes = self._open.pop("cache_notes", None)
+        if notes is not None:
+            notes.flush()
         store = self._open.pop("store", None)
         if store is not None:
             store.engine.dispose()

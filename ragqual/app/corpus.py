@@ -124,7 +124,7 @@ class CorpusContext:
             return inner
         from ragqual.adapters.embedders import CachedEmbedder
 
-        return CachedEmbedder(inner, self.app.settings.cache_dir() / "embeddings")
+        return CachedEmbedder(inner, self.app.settings.cache_dir() / "embeddings", self.app.cache_notes())
 
     @property
     def embedder_id(self) -> str:
@@ -191,7 +191,7 @@ class CorpusContext:
             from ragqual.adapters.search_cache import SearchCache
 
             self._open["search_cache"] = SearchCache(self.app.settings.cache_dir() / "search",
-                                                     read=self.app.cache_mode != "write-only")
+                                                     read=self.app.cache_mode != "write-only", notes=self.app.cache_notes())
         return self._open["search_cache"]
 
     def index_scope(self) -> str | None:

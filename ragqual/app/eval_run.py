@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions, ensure_ingested, load_corpus_context
-from ragqual.app.generation_run import GenerationOptions, GenerationOutcome, Progress, pick_goldens, run_generation
+from ragqual.app.generation_run import (GenerationOptions, GenerationOutcome, Progress, check_servers, pick_goldens,
+                                        run_generation)
 from ragqual.app.retrieval_run import RetrievalOutcome, build_retriever, retrieval_configs, run_retrieval
 from ragqual.app.failures import run_gap_causes
 from ragqual.app.whatif_run import measured_advice
@@ -47,6 +48,7 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
     as it is stored, before the (much longer) generation tier starts. Both runs carry the options'
     name and tags."""
     label = run_label(options.name, options.run_tags)
+    check_servers(app, options.models, options.ollama_host)  # before the retrieval run is recorded
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         goldens = pick_goldens(corpus, options.tags, (), None, options.limit)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragqual.adapters.model_registry import make_model, split_uri
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusContext, CorpusOptions, load_corpus_context
 from ragqual.app.failures import run_gap_causes
@@ -18,7 +19,7 @@ from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select
 from ragqual.core.runlabel import RunLabel, run_label
 from ragqual.engine import loop
-from ragqual.engine.services import services_for
+from ragqual.engine.services import ensure_available, services_for
 from ragqual.engine.subject import Variant
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import RetrievalConfig
@@ -86,6 +87,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
                    label: RunLabel = RunLabel()) -> GenerationOutcome:
     """One generation run over `goldens` (resuming run `resume` when given), appended to the
     history with its `label` (name, tags) in its params; a resumed run keeps the label it has."""
+    check_servers(app, models, ollama_host)  # before the ingest and before any run is recorded
     subject = rag_subject(corpus, goldens, config, options)
     if "e2e" in modes:
         subject.retriever()  # ingest (if needed) before the progress bar starts
@@ -102,6 +104,23 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
                    key=lambda ln: (names.index(ln.variant) if ln.variant in names else 99,
                                    MODES.index(ln.mode) if ln.mode in MODES else 99))
     return GenerationOutcome(outcome.run_id, lines, outcome)
+
+
+def check_servers(app: AppContext, models: Sequence[str], ollama_host: str | None = None) -> None:
+    """Every model's server answers and has the model, else ServiceUnavailable (exit 3) before
+    anything is recorded; skipped in replay mode, which calls no model."""
+    if app.cache_mode == "replay":
+        return
+    for uri in dict.fromkeys(models):
+        if split_uri(uri)[0] == MOCK:
+            continue
+        model = make_model(uri, ollama_host=ollama_host)
+        try:
+            ensure_available(model)
+        finally:
+            close = getattr(model, "close", None)
+            if close is not None:
+                close()
 
 
 def parse_modes(modes: Sequence[str], all_modes: bool) -> list[str]:
@@ -136,6 +155,7 @@ def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: Genera
                     progress: Progress | None = None) -> GenerationOutcome:
     """A fresh generation run with `options` over the goldens they select."""
     label = run_label(options.name, options.run_tags)
+    check_servers(app, options.models, options.ollama_host)  # before the corpus is even read
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         goldens = pick_goldens(corpus, options.tags, options.case_ids, options.split, options.limit)

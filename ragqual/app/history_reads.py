@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary
+from ragqual.core.published_head import HEAD_KEY, PublishedHead, find_head
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
 from ragqual.store import db, trial_reads
@@ -83,6 +84,7 @@ def promote_run(app: AppContext, run_id: int, directory: Path | None, tier: str 
     info = app.store(auto_create=False).get_run(run_id)
     if not summary.groups:
         raise InputError(f"run {run_id} has no scored trials or metric rows to promote")
+    summary = replace(summary, header={**summary.header, **history_head(app.history())})
     path = write_baseline(summary, directory or app.settings.results_dir / "baselines", tier)
     return Promotion(path, summary, info)
 
@@ -96,10 +98,44 @@ def export_frames(app: AppContext, run_id: int) -> dict[str, Any]:
     return {"trials": export_trials(store.engine, run_id), "metric_values": export_metrics(store.engine, run_id)}
 
 
-def verify_history(app: AppContext, run_ids: list[int], expect: str | None) -> Any:  # -> store.verify.Verdict
+def unsealed_rows(app: AppContext, run_ids: list[int]) -> dict[int, dict[str, int]]:
+    """run id -> {table: rows no seal covers}, for the runs that have any (readers left them out)."""
+    from ragqual.store.sealed_rows import unsealed_counts
+
+    return unsealed_counts(app.history(), run_ids)
+
+
+def read_published_head(path: Path) -> PublishedHead:
+    """The history head a report, page or baseline file recorded (`--expect-from FILE`)."""
+    try:
+        document = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    head = find_head(document)
+    if head is None:
+        raise InputError(f"{path} records no history head (`{HEAD_KEY}`): it is not a ragqual report, page or "
+                         "baseline file, or was written before ragqual published heads")
+    return head
+
+
+def verify_history(app: AppContext, run_ids: list[int], expect: str | None,
+                   expect_from: Path | None = None) -> Any:  # -> store.verify.Verdict
+    """`ragqual verify`: the seals, the schema, and a head kept elsewhere (a digest or a file's)."""
     from ragqual.store.verify import verify
 
-    return verify(app.history(), run_ids or None, expect)
+    if expect is not None and expect_from is not None:
+        raise InputError("give either --expect DIGEST or --expect-from FILE, not both")
+    expected: str | PublishedHead | None = read_published_head(expect_from) if expect_from else expect
+    return verify(app.history(), run_ids or None, expected)
+
+
+def history_head(engine: Any) -> dict[str, str]:
+    """`{"history_head": ...}` for a report's, page's or baseline's header (empty before any seal)."""
+    from ragqual.store.sealing import published_head
+
+    with engine.connect() as conn:
+        head = published_head(conn)
+    return {HEAD_KEY: head.text()} if head else {}
 
 
 def upgrade_schema(app: AppContext, revision: str) -> tuple[str | None, str | None]:
@@ -122,12 +158,14 @@ class SchemaState:
 
 
 def schema_state(app: AppContext) -> SchemaState:
-    """The database's revision beside this ragqual's, and any append-only trigger that is gone."""
+    """The database's revision beside this ragqual's, and any append-only trigger that is gone.
+    A malformed URL is refused (app.db_url parses it); a missing SQLite file is reported as absent."""
+    url = app.db_url
     try:
-        db.require_existing(app.db_url)
+        db.require_existing(url)
     except InputError as exc:
         return SchemaState(None, db.head_revision(), [], str(exc))
-    engine = db.make_engine(app.db_url)
+    engine = db.make_engine(url)
     try:
         current, head = db.current_revision(engine), db.head_revision()
         return SchemaState(current, head, db.missing_guards(engine) if current == head else [])
@@ -136,9 +174,9 @@ def schema_state(app: AppContext) -> SchemaState:
 
 
 @contextmanager
-def sql_query(app: AppContext, query: str, *, timeout: float, limit: int) -> Iterator[Any]:
+def sql_query(app: AppContext, query: str, *, timeout: float, limit: int, max_bytes: int) -> Iterator[Any]:
     """A read-only query over the history, streamed (store.sql_console)."""
     from ragqual.store.sql_console import open_query
 
-    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit) as stream:
+    with open_query(app.read_only_db_url(), query, timeout=timeout, limit=limit, max_bytes=max_bytes) as stream:
         yield stream

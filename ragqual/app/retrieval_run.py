@@ -3,7 +3,7 @@ append everything to the history, and return what a report needs (no printing)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from ragqual.app.corpus import (
     preload,
     show_progress,
 )
+from ragqual.app.history_reads import history_head
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.core.hashing import canonical_json, sha256_hex
@@ -117,17 +118,20 @@ def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]
 
 def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
                   configs: dict[str, RetrievalConfig], *, kind: str = "retrieval",
-                  retriever: Retriever | None = None, label: RunLabel = RunLabel()) -> RetrievalOutcome:
+                  retriever: Retriever | None = None, label: RunLabel = RunLabel(),
+                  extra_params: Callable[[dict[str, TierResult]], dict[str, Any]] | None = None) -> RetrievalOutcome:
     """Run each named configuration over the goldens and append everything to the history, the
     run's `label` (name, tags) in its params. The history is opened first: a database behind the
-    current migration is refused before any search."""
+    current migration is refused before any search. `extra_params` adds to the run's recorded
+    parameters what only the results tell (a sweep's latency and index figures)."""
     store = app.store()
     retriever = retriever or build_retriever(corpus)
     retriever.prefetch([g.query for g in goldens], list(configs.values()))
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
     provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},
                                  "chunking": corpus.chunk_config.as_dict(), "embedder": corpus.embedder_id,
-                                 "goldens": len(goldens), **label.as_params()},
+                                 "goldens": len(goldens), **label.as_params(),
+                                 **(extra_params(results) if extra_params else {})},
                          corpus_fingerprint=corpus.fingerprint, dataset_hash=goldens_hash(goldens))
     run_id = store.start_run(kind, SUBJECT, provenance)
     record_goldens(app, goldens)
@@ -236,7 +240,8 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
         if options.distractors is not None:
             outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, options.distractors, label)
     if options.write_report:
-        outcome.files.extend(write_report(outcome.report, app.settings.results_dir / "reports",
+        published = {**outcome.report, "run": {**outcome.report["run"], **history_head(app.history())}}
+        outcome.files.extend(write_report(published, app.settings.results_dir / "reports",
                                           f"retrieval-run{outcome.run_id}"))
     if options.export_trec is not None:
         outcome.files.extend(write_trec_files(options.export_trec, goldens, outcome.results))

@@ -19,12 +19,14 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import history_head
 from ragqual.app.run_changes import changes_since_previous
 from ragqual.core.metric_names import display_order
 from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.records import RunInfo
+from ragqual.store.sealed_rows import unsealed_counts, unsealed_warning
 from ragqual.store.summaries import run_header
 
 UNTAGGED = "(untagged)"
@@ -76,17 +78,21 @@ def build_report(
 ) -> Report:
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
-    header = run_header(info)
+    header = run_header(info) | history_head(engine)
     header["params"] = brief_params(info.params or {})
     label = info.label.text()
     title = f"Run {info.id}{' ' + label if label else ''} ({info.kind}{', ' + info.subject if info.subject else ''})"
+    unsealed = unsealed_counts(engine, [info.id]).get(info.id)
+    notes = [unsealed_warning(info.id, unsealed)] if unsealed else []
+    if unsealed:
+        header["unsealed_rows"] = unsealed
     if trials.empty:
         questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
-        return _with_changes(engine, info, Report(title, header, [("metrics", table)]))
+        return _with_changes(engine, info, Report(title, header, [("metrics", table)], notes))
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
     report = _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
-    return _with_changes(engine, info, report)
+    return _with_changes(engine, info, Report(report.title, report.header, report.sections, [*report.notes, *notes]))
 
 
 def _with_changes(engine: Engine, info: RunInfo, report: Report) -> Report:

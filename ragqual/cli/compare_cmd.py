@@ -22,7 +22,7 @@ from ragqual.app.comparison import (
 )
 from ragqual.app.context import AppContext
 from ragqual.cli.compare_format import emit_comparison, verdict_line
-from ragqual.cli.output import check_output, format_option, output_format, output_option
+from ragqual.cli.output import check_output, format_option, output_format, output_option, warn_unsealed
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
@@ -73,6 +73,8 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
     options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
                       across_configs)
     comparison = compare_sources(app, base, new, options, scorer_name, scorer_version, allow_incomplete)
+    warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
+                   if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
     emit_comparison(comparison, output_format(fmt, app.as_json), output)
     if comparison.regressions:
         raise GateFailed(verdict_line(comparison))

@@ -12,11 +12,12 @@ import click
 import pandas as pd
 
 from ragqual.app.comparison import Comparison, MetricComparison
+from ragqual.app.comparison import source_label as who
 from ragqual.cli.output import emit_document, emit_page, markdown_table
 from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
-from ragqual.core.runlabel import RunLabel
 from ragqual.core.stats import too_few_to_detect
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
+from ragqual.store.sealed_rows import unsealed_warning
 from ragqual.store.summaries import Summary
 
 # The JSON object of a metric row, in this order (the issue's contract first).
@@ -38,13 +39,8 @@ def row_object(row: MetricComparison) -> dict[str, Any]:
 def _side(summary: Summary) -> dict[str, Any]:
     return {"source": summary.source, "run_id": summary.run_id, "name": summary.header.get("name"),
             "tags": summary.header.get("tags") or {}, "kind": summary.kind, "tier": summary.tier,
-            "corpus_fingerprint": summary.corpus_fingerprint, "git_sha": summary.header.get("git_sha")}
-
-
-def who(summary: Summary) -> str:
-    """`run 12 "chunks-128" [dataset=v2]`: the source with the run's name and tags, when it has them."""
-    label = RunLabel.from_params(summary.header).text()
-    return f"{summary.source} {label}" if label else summary.source
+            "corpus_fingerprint": summary.corpus_fingerprint, "git_sha": summary.header.get("git_sha"),
+            "unsealed_rows": summary.header.get("unsealed_rows") or {}}
 
 
 def comparison_json(comparison: Comparison) -> dict[str, Any]:
@@ -54,7 +50,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "tolerance": opts.tolerance, "alpha": opts.alpha, "power": opts.power, "seed": opts.seed,
         "resamples": opts.resamples, "cluster": opts.cluster, "unstable_excluded": comparison.unstable_by_group(),
         "regressions": [f"{r.group} {r.metric}" for r in comparison.regressions],
-        "passed": not comparison.regressions, "verdict": verdict_line(comparison),
+        "passed": not comparison.regressions, "verdict": verdict_line(comparison), **comparison.history,
     }
     return {
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
@@ -147,7 +143,18 @@ def _text_header(comparison: Comparison) -> dict[str, Any]:
             "corpus": comparison.base.corpus_fingerprint or "-", "gate": opts.gate, "tolerance": opts.tolerance,
             "alpha": opts.alpha, "power": opts.power, "seed": opts.seed, "resamples": opts.resamples,
             "cluster": opts.cluster or "none",
-            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"}
+            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none", **comparison.history,
+            **_unsealed_lines(comparison)}
+
+
+def _unsealed_lines(comparison: Comparison) -> dict[str, str]:
+    """A header line per side whose run holds rows no seal covers (left out of the comparison)."""
+    out = {}
+    for name, summary in (("base", comparison.base), ("new", comparison.new)):
+        counts = summary.header.get("unsealed_rows")
+        if counts and summary.run_id is not None:
+            out[f"unsealed_{name}"] = unsealed_warning(int(summary.run_id), counts)
+    return out
 
 
 def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
@@ -170,6 +177,7 @@ def markdown_comment(comparison: Comparison) -> str:
     parts.append(f"gate `{opts.gate}`, tolerance {opts.tolerance}, alpha {opts.alpha} (Holm over "
                  f"{len(comparison.rows)} tests), power {opts.power}, seed {opts.seed}, {opts.resamples} resamples"
                  + (f", clustered by {opts.cluster}" if opts.cluster else ""))
+    parts += [f"{key}: {value}" for key, value in comparison.history.items()]
     for name, frame in _sections(comparison):
         parts += ["", f"#### {name}", "", markdown_table(frame) if not frame.empty else "(none)"]
     parts += ["", *(f"> {n}" for n in comparison.notes)] if comparison.notes else []

@@ -10,6 +10,7 @@ import click
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.eval_run import EvalOptions, evaluate
+from ragqual.app.history_reads import history_head
 from ragqual.app.retrieval_run import RetrievalOutcome
 from ragqual.app.run_report import stored_reports
 from ragqual.cli.context import resumable
@@ -74,6 +75,7 @@ def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit
     report = "\n".join([
         "# ragqual evaluation", "",
         f"retrieval run {retrieval.run_id}, generation run {generation.run_id}, corpus fingerprint {outcome.corpus_fingerprint[:12]}",
+        *(f"{key}: {value}" for key, value in history_head(app.history()).items()),
         "", quality_markdown(retrieval.report["quality"]).strip(), "", "## Generation", "", mode_table(generation.lines),
         "", decomposition, "",
     ])

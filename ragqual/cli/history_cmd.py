@@ -3,6 +3,8 @@
 One row per run and group: the strategy for retrieval runs, the mode for generation runs (a run
 with no rows yet shows one empty row). `score` and `pass` are the mean trial score and the share
 of trials whose every weight-bearing assertion passed; any other name is a metric row's mean.
+Only sealed rows count: a run holding rows no seal covers gets an `unsealed_rows` column (and a
+warning on stderr) saying how many were left out.
 
 Each run also shows its name and tags (`--name`, `--tag key=value` when it was recorded) and what
 changed since the previous run of its kind: the settings that differ, shortened in the table
@@ -23,8 +25,10 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import history_head, unsealed_rows
 from ragqual.app.run_changes import changes_since_previous
-from ragqual.cli.output import check_output, emit_frame, emit_page, format_option, output_format, output_option
+from ragqual.cli.output import (check_output, emit_frame, emit_page, format_option, output_format, output_option,
+                                warn_unsealed)
 from ragqual.core.runlabel import RunLabel
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import metric_means, runs_frame, score_means
@@ -89,6 +93,13 @@ def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer
     return wide.reset_index().rename(columns={"group_key": "group"})
 
 
+def with_unsealed(frame: pd.DataFrame, counts: dict[int, dict[str, int]]) -> pd.DataFrame:
+    """An `unsealed_rows` column (rows no seal covers, left out of the figures) when any run has them."""
+    if not counts or frame.empty:
+        return frame
+    return frame.assign(unsealed_rows=[sum(counts.get(int(r), {}).values()) for r in frame["run_id"]])
+
+
 def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.drop(columns=["changed", "previous_run"]).rename(columns={SHORT_CHANGED: "changed"})
     out["tags"] = out["tags"].map(lambda t: RunLabel.from_params({"tags": t}).tag_text() or None)
@@ -145,18 +156,22 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         if fmt == "html":
             from ragqual.reports.page import document_page
 
-            emit_page(document_page(f"ragqual history of {golden_id}", {}, [("runs", _for_case_display(frame))]),
+            emit_page(document_page(f"ragqual history of {golden_id}", history_head(engine),
+                                    [("runs", _for_case_display(frame))]),
                       output)
             return
         emit_frame(_for_case_display(frame) if fmt in ("table", "markdown") else frame, fmt)
         return
     frame = history_frame(engine, kind, metrics, limit or None, scorer_name, scorer_version)
+    unsealed = unsealed_rows(app, sorted({int(r) for r in frame["run_id"]})) if not frame.empty else {}
+    warn_unsealed(unsealed)
+    frame = with_unsealed(frame, unsealed)
     if fmt == "html":
         from ragqual.reports.history import history_page, intervals
 
         widths = intervals(engine, frame, scorer_name, scorer_version)
         plotted = frame.drop(columns=[*LABEL_COLUMNS, SHORT_CHANGED])
-        emit_page(history_page(plotted, _for_display(frame), widths), output)
+        emit_page(history_page(plotted, _for_display(frame), widths, header=history_head(engine)), output)
         return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")

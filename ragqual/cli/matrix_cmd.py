@@ -8,6 +8,7 @@ import click
 import pandas as pd
 
 from ragqual.app.context import AppContext
+from ragqual.app.history_reads import history_head
 from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
@@ -87,7 +88,8 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
     if fmt == "html":
         from ragqual.reports.matrix import matrix_page
 
-        emit_page(matrix_page(lines, modes, run_id, markdown_frame(capability_table(lines, modes)), flag), output)
+        emit_page(matrix_page(lines, modes, run_id, markdown_frame(capability_table(lines, modes)), flag,
+                              history_head(app.history())), output)
         return
     table = capability_table(lines, modes)
     if flag:

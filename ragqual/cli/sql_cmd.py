@@ -1,8 +1,10 @@
 """`ragqual sql "SELECT ..."`: a read-only query over the history, printed as a table.
 
-The statement cannot write, attach another file or create one, runs for `--timeout` seconds at
-most (default 30; Ctrl-C stops it within a second), and prints at most `--limit` rows (default
-1000; 0 = all, streamed with constant memory). See `ragqual.store.sql_console`. The views
+The statement cannot write, attach another file or create one, nor call functions that expose
+pointers, load code or read files; it runs for `--timeout` seconds at most (default 30; Ctrl-C
+stops it within a second), prints at most `--limit` rows (default 1000; 0 = all, streamed with
+constant memory), and its rows may hold `--max-bytes` bytes at most (default 64 MiB; 0 = no
+bound): past it the command stops with exit 2 and one line. See `ragqual.store.sql_console`. The views
 `v_run_status`, `v_trials` and `v_metric_means` are the easiest place to start.
 """
 
@@ -21,7 +23,7 @@ import pandas as pd
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import sql_query
 from ragqual.cli.output import display_frame, emit_frame, format_option, frame_records, frame_to_text, markdown_table, output_format
-from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT
+from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT
 
 
 @click.command("sql")
@@ -30,12 +32,14 @@ from ragqual.store.sql_console import BATCH, DEFAULT_LIMIT, DEFAULT_TIMEOUT
               help="Stop the statement after this many seconds (0 = no limit).")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT, show_default=True,
               help="Print at most this many rows (0 = all, streamed).")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=DEFAULT_MAX_BYTES, show_default=True,
+              help="Stop (exit 2) when the rows hold more than this many bytes (0 = no bound).")
 @format_option()
 @click.pass_obj
-def sql_cmd(app: AppContext, query: str, timeout: float, limit: int, fmt: str) -> None:
+def sql_cmd(app: AppContext, query: str, timeout: float, limit: int, max_bytes: int, fmt: str) -> None:
     """Run one read-only SQL statement on the history database and print its rows."""
     fmt = output_format(fmt, app.as_json)
-    with sql_query(app, query, timeout=timeout, limit=limit) as stream:
+    with sql_query(app, query, timeout=timeout, limit=limit, max_bytes=max_bytes) as stream:
         if stream.columns is None:
             click.echo("(the statement returned no rows)")
             return

@@ -4,11 +4,12 @@
 - `refusal_correct`: declines an out-of-corpus question, and neither declines nor hedges on an
   answerable one.
 - `leaks_retrieval`: the answer narrates its retrieval ("according to the context").
-- `groundedness`: share of the answer's numbers above 10 that also appear in the context.
+- `groundedness`: share of the answer's figures (numbers of magnitude above 10, dates) that also
+  appear in the context, read with the numbers grammar of `core.numbers`.
 - `has_think_tags`: reasoning markup reached the answer.
 
-The phrase lists are regular expressions matched case-insensitively after typographic
-apostrophes are folded to ASCII, so "don’t" and "don't" read the same.
+Every phrase and tag pattern lives in `core.answer_patterns` (with its version); this module only
+applies them.
 """
 
 from __future__ import annotations
@@ -18,64 +19,16 @@ from collections.abc import Iterable, Sequence
 import regex
 
 from ragqual.core import textmatch
-
-REFUSAL_PATTERNS: tuple[str, ...] = (
-    r"\bI (?:do not|don't) know\b",
-    r"\bI(?: could not| couldn't| cannot| can't| can not| was not able to| wasn't able to|"
-    r" am not able to|'m not able to| am unable to|'m unable to| was unable to) "
-    r"(?:find|locate|answer|determine)\b",
-    r"\b(?:not able|unable) to (?:find|locate)\b",
-    r"\b(?:cannot|can't|can not) (?:be )?answer(?:ed)?\b",
-    r"\bI (?:do not|don't) have (?:any |enough |specific |sufficient |the )?"
-    r"(?:information|details|data|context|knowledge)\b",
-    r"\bI have no (?:information|details|data|knowledge)\b",
-    r"\b(?:there is|there's|I found|I see|contains?) no (?:relevant |specific )?"
-    r"(?:information|details|mention)\b",
-    r"\bno (?:relevant |specific )?(?:information|details|data|mention) "
-    r"(?:about|on|of|regarding|concerning|related to)\b",
-    r"\bthe (?:provided|given|available|supplied) (?:information|context|documents?|text|sources?) "
-    r"(?:does|do)(?: not|n't)\b",
-    r"\b(?:does|do)(?: not|n't) (?:mention|specify|say anything|contain (?:any )?information)\b",
-    r"\bnot (?:mentioned|specified|addressed) in\b",
+from ragqual.core.answer_patterns import (
+    ASIDE_PATTERNS,
+    CLAUSE_BREAK,
+    CLAUSE_LEAD,
+    HEDGE_PATTERNS,
+    LEAKAGE_PATTERNS,
+    REFUSAL_PATTERNS,
+    THINK_TAG_PATTERN,
 )
-
-HEDGE_PATTERNS: tuple[str, ...] = (
-    r"\bI(?:'m| am) not (?:entirely |completely |totally |100% )?(?:sure|certain)\b",
-    r"\bI(?:'m| am) unsure\b",
-    r"\bI (?:cannot|can't|can not) be (?:sure|certain)\b",
-    r"\bI (?:cannot|can't|can not) (?:confirm|verify)\b",
-    r"\b(?:it is|it's) (?:unclear|not clear)\b",
-    r"\bto the best of my knowledge\b",
-    r"\bif I (?:recall|remember) correctly\b",
-    r"\bmay or may not\b",
-    r"\bI(?:'m| am) (?:guessing|speculating)\b",
-)
-
-_CONTEXT_NOUN = r"(?:context|contexts|documents?|passages?|excerpts?|sources?|snippets?|chunks?|texts?)"
-
-# "context" alone is ordinary English ("in the context of hypothermia"), so every pattern on it
-# needs a retrieval-flavoured neighbour: a qualifier, a number, or a verb of reporting.
-LEAKAGE_PATTERNS: tuple[str, ...] = (
-    r"\baccording to (?:the |this |these )?(?:provided |given |supplied |retrieved |above )?"
-    + _CONTEXT_NOUN + r"\b(?! of\b)",
-    r"\baccording to the information (?:provided|given|supplied|above)\b",
-    r"\b(?:the |this |these )?(?:provided|given|supplied|retrieved|above) " + _CONTEXT_NOUN + r"\b",
-    r"\bthe " + _CONTEXT_NOUN + r" (?:provided|given|supplied|retrieved|above)\b",
-    r"\b(?:based on|from|in|within|per) the (?:context|passages?|excerpts?|snippets?)\b(?! of\b)",
-    r"\bthe context (?:says|states|mentions|shows|indicates|does not|doesn't|did not)\b",
-    r"\bthe (?:provided|supplied|retrieved) information\b",
-    r"\b(?:the|my|your|our|this) knowledge base\b",
-    r"\b(?:context|document|passage|excerpt|source|chunk|snippet) ?(?:#|no\.? ?)?\d+\b",
-    r"\bas (?:mentioned|stated|described|shown|noted) in the " + _CONTEXT_NOUN + r"\b(?! of\b)",
-)
-
-THINK_TAG_PATTERN = (
-    r"<\s*/?\s*(?:think|thinking|reasoning|thought|thoughts|reflection)\s*>"
-    r"|<\|\s*/?\s*(?:begin_of_|end_of_|start_of_|start_|end_)?"
-    r"(?:think|thinking|reasoning|thought)\s*\|>"
-    r"|\[/?THINK\]"
-)
-
+from ragqual.core.numbers import Date, Figure, Number, read_figures, read_numbers
 
 def _compile_all(patterns: Iterable[str]) -> tuple[regex.Pattern[str], ...]:
     return tuple(regex.compile(p, regex.IGNORECASE) for p in patterns)
@@ -83,8 +36,13 @@ def _compile_all(patterns: Iterable[str]) -> tuple[regex.Pattern[str], ...]:
 
 _REFUSALS = _compile_all(REFUSAL_PATTERNS)
 _HEDGES = _compile_all(HEDGE_PATTERNS)
+_ASIDES = _compile_all(ASIDE_PATTERNS)
 _LEAKS = _compile_all(LEAKAGE_PATTERNS)
 _THINK = regex.compile(THINK_TAG_PATTERN, regex.IGNORECASE)
+_BREAK = regex.compile(CLAUSE_BREAK, regex.IGNORECASE)
+_LEAD = regex.compile(CLAUSE_LEAD, regex.IGNORECASE)
+_HAS_WORD = regex.compile(r"[\p{L}\p{N}]")
+_EDGES = " \t\"'\u201c\u201d()[]*_,"
 
 
 def _fold(text: str) -> str:
@@ -94,6 +52,27 @@ def _fold(text: str) -> str:
 def _any_match(patterns: Iterable[regex.Pattern[str]], text: str) -> bool:
     folded = _fold(text)
     return any(p.search(folded) for p in patterns)
+
+
+def clauses(answer: str) -> list[str]:
+    """The answer cut at `CLAUSE_BREAK`, each clause without its opening conjunction and quotes."""
+    out = []
+    for piece in _BREAK.split(_fold(answer)):
+        clause = _LEAD.sub("", piece.strip(_EDGES)).strip(_EDGES)
+        if _HAS_WORD.search(clause):
+            out.append(clause)
+    return out
+
+
+def clause_kind(clause: str) -> str:
+    """"refusal", "hedge", "aside" or "content" (module `answer_patterns`)."""
+    if any(p.search(clause) for p in _REFUSALS):
+        return "refusal"
+    if any(p.search(clause) for p in _HEDGES):
+        return "hedge"
+    if any(p.search(clause) for p in _ASIDES):
+        return "aside"
+    return "content"
 
 
 def correctness(
@@ -113,8 +92,11 @@ def correctness(
 
 
 def is_refusal(answer: str) -> bool:
-    """The answer declines: it says it does not know or that the information is not there."""
-    return _any_match(_REFUSALS, answer)
+    """The answer declines and gives nothing else: a clause says it does not know, that the
+    information is not there, or only that it is not sure, and no clause answers ("I don't know;
+    boil it for 1 minute" answers)."""
+    kinds = {clause_kind(c) for c in clauses(answer)}
+    return "refusal" in kinds and "content" not in kinds
 
 
 def is_hedge(answer: str) -> bool:
@@ -142,29 +124,31 @@ def has_think_tags(answer: str) -> bool:
     return _THINK.search(answer) is not None
 
 
-# A number starts at a word boundary; "1,000" groups thousands, "2.5" is a decimal, and any unit
-# that follows ("120mg", "6,500 ft") is simply not part of the match.
-_NUMBER = regex.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
-
 GROUNDEDNESS_MIN_EXCLUSIVE = 10.0
 
 
 def extract_numbers(text: str) -> set[float]:
-    """Every number written with digits in `text`, normalised to its value."""
-    return {float(m.group().replace(",", "")) for m in _NUMBER.finditer(text)}
+    """Every number written with digits in `text`, normalised to its signed value (`core.numbers`)."""
+    return read_numbers(text)
+
+
+def _is_claim(figure: Figure) -> bool:
+    return isinstance(figure, Date) or (isinstance(figure, Number) and figure.magnitude > GROUNDEDNESS_MIN_EXCLUSIVE)
 
 
 def groundedness(answer: str, context: str | Sequence[str]) -> float | None:
-    """Share of the distinct numbers above 10 in the answer that also occur in the context.
+    """Share of the answer's distinct figures (numbers of magnitude above 10, dates) that the
+    context also holds.
 
-    It only sees numbers written with digits: an answer that invents a procedure, a name or a
+    It only sees figures written with digits: an answer that invents a procedure, a name or a
     number spelled out in words still scores 1.0, so it detects numeric fabrication and does not
-    prove faithfulness. Numbers of 10 and below are skipped because "step 2" or "3 layers" appear
-    in any prose. Values are compared after normalisation ("1,000" = 1000, "2.50" = 2.5,
-    "6,500 ft" = 6500). Returns None when the answer has no number above 10.
+    prove faithfulness. Numbers of magnitude 10 and below are skipped because "step 2" or "3 layers"
+    appear in any prose; -15 counts. Figures are read by the numbers grammar of `core.numbers`
+    ("1,000" = 1000, "2.50" = 2.5, "-15" is not 15, "10-15" is 10 and 15, "2024-05-01" is one date).
+    Returns None when the answer has no such figure.
     """
     joined = context if isinstance(context, str) else "\n".join(context)
-    claims = {n for n in extract_numbers(answer) if n > GROUNDEDNESS_MIN_EXCLUSIVE}
+    claims = {f for f in read_figures(answer) if _is_claim(f)}
     if not claims:
         return None
-    return len(claims & extract_numbers(joined)) / len(claims)
+    return len(claims & set(read_figures(joined))) / len(claims)

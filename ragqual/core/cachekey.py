@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ragqual.core.hashing import hash_value
-from ragqual.core.redact import redact_text, secret_digest
+from ragqual.core.redact import mask_userinfo, secret_digest
 
 CACHE_KEY_VERSION = 1
 
@@ -29,7 +29,7 @@ def response_cache_key(
     material = {
         "v": CACHE_KEY_VERSION,
         "provider": provider,
-        "model": redact_text(model),
+        "model": mask_userinfo(model),  # not the registry: a key never depends on what was read before
         "digest": digest,
         "request": request_material,
         "repeat": repeat_index,

@@ -20,12 +20,12 @@ Document ids are taken verbatim; they may not contain white space (TREC files sp
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from dataclasses import dataclass, field
 
+from ragqual.core import jsonline
 from ragqual.core.corpus import Document
 from ragqual.core.corpus import decode_utf8 as decode
 from ragqual.core.goldens import Golden
@@ -106,10 +106,9 @@ def _json_lines(name: str, text: str) -> Iterator[tuple[int, dict[str, Any] | No
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, None, Issue(name, number, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        value, problem = jsonline.load(line)
+        if problem is not None:
+            yield number, None, Issue(name, number, problem)
             continue
         if not isinstance(value, dict):
             yield number, None, Issue(name, number, "each line must be a JSON object")

@@ -28,6 +28,7 @@ from typing import Any
 
 import regex
 
+from ragqual.core import jsonline
 from ragqual.core.hashing import hash_value
 from ragqual.core.textmatch import InvalidPattern, compile_pattern
 from ragqual.errors import InputError, Issue, ValidationFailed
@@ -190,21 +191,13 @@ def _load_line(raw: bytes) -> tuple[Any, list[str]]:
     except UnicodeDecodeError as exc:
         return None, [f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"]
     try:
-        obj = _DECODER.decode(text)
-    except json.JSONDecodeError as exc:
-        return None, [f"invalid JSON: {exc.msg} at column {exc.colno}"]
+        obj, problem = jsonline.load(text, _DECODER)
     except _DuplicateKey as exc:
         return None, [f"key {exc.key!r} appears twice in one object"]
-    except RecursionError:
-        return None, ["invalid JSON: nested too deeply"]
-    except ValueError as exc:  # e.g. an integer literal longer than Python converts
-        return None, [f"invalid JSON: {exc}"]
+    if problem is not None:
+        return None, [problem]
     if not isinstance(obj, dict):
         return None, [f"expected a JSON object, got {_json_type(obj)}"]
-    try:
-        json.dumps(obj, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return None, ["contains a lone UTF-16 surrogate escape (\\ud800-\\udfff), which is not text"]
     return obj, []
 
 

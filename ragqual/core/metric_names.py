@@ -103,7 +103,8 @@ def _generation() -> tuple[Metric, ...]:
         Metric("correctness", _H, _G, "every mustInclude / mustNotInclude (or the refusal) passed", binary=True),
         Metric("refusalCorrectness", _H, _G, "the refusal assertion passed", binary=True),
         Metric("leakage", _L, _G, "1 if the answer narrates retrieval", binary=True),
-        Metric("groundedness", _H, _G, "share of the answer's numbers above 10 found in the context"),
+        Metric("groundedness", _H, _G, "share of the answer's figures (numbers of magnitude above 10, dates) "
+               "found in the context"),
         Metric("factCoverage", _H, _G, "share of the golden's mustInclude facts found in the injected context (e2e)"),
         Metric("readerCeiling", _H, _G, "1 if a perfect reader could pass on the injected context: every mustInclude "
                                         "fact in it, or, out of corpus, an empty context (e2e)", binary=True),

@@ -157,8 +157,9 @@ def _record_variants(
     store: RunStore, subject: Subject, services: TrialServices, variants: Sequence[Variant]
 ) -> dict[str, int]:
     ids = {}
+    described_all = {v.name: services.describe(v) for v in variants}  # every server answers before any row
     for variant in variants:
-        described = services.describe(variant)
+        described = described_all[variant.name]
         prompt = subject.system_prompt_for(variant)
         config = {
             "uri": variant.model, "options": subject.provider_options(variant),

@@ -4,8 +4,9 @@
 the provider, model name, model digest, the full request and the repeat index, and asks the
 cache. Only a real miss reaches the model; before the first real call to a model it is warmed
 up once (evict other models, one throwaway generation), so cache hits and replays never wake
-a server. The warm-up is tried once per model, whether or not it succeeds: a failed warm-up is
-that trial's error, never repeated by the next trial. Every attempt of every call reports to
+a server. The warm-up is one call with the backend's retries (RAGQUAL_MODEL_RETRIES), tried once
+per model whether or not it succeeds: a warm-up that fails every attempt is that trial's error
+("the warm-up call failed: ..."), never repeated by the next trial. Every attempt of every call reports to
 the run's circuit breaker (`engine.breaker`). Counters let callers and tests see exactly how
 many model calls a run made.
 """
@@ -22,6 +23,7 @@ from ragqual.vocab import ChatModel, ChatRequest, ChatResponse
 from ragqual.core.cachekey import response_cache_key
 from ragqual.engine.breaker import CircuitBreaker, breaker_threshold
 from ragqual.engine.subject import Variant
+from ragqual.errors import ModelCallFailed
 
 ModelFactory = Callable[[str], ChatModel]
 
@@ -36,6 +38,14 @@ def _warm(model: ChatModel, options: dict[str, Any]) -> None:
         model.warm_up(options=options)  # type: ignore[call-arg]
     else:
         model.warm_up()
+
+
+def ensure_available(model: ChatModel) -> None:
+    """Ask a backend that can tell (Ollama, OpenAI-compatible servers: `ensure_available`) whether
+    its server answers and has the model; ServiceUnavailable (exit 3) when not."""
+    ensure = getattr(model, "ensure_available", None)
+    if ensure is not None:
+        ensure()
 
 
 class TrialServices:
@@ -66,11 +76,11 @@ class TrialServices:
             return self._models[variant.model]
 
     def describe(self, variant: Variant) -> dict[str, Any]:
-        """Provider, model name and digest: asks the backend for the digest (not a model call)."""
+        """Provider, model name and digest: asks the backend for the digest (not a model call),
+        after `ensure_available` (which refuses a server that never answers or lacks the model)."""
         model = self.model(variant)
-        ensure = getattr(model, "ensure_available", None)  # backends that can tell a missing model early
-        if ensure is not None:
-            ensure()
+        if self.cache.mode != "replay":  # a replay calls no model: its server need not be up
+            ensure_available(model)
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
     def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
@@ -105,7 +115,11 @@ class TrialServices:
                 return
             self._warmed.add(uri)  # before the call: a warm-up that fails is not repeated per trial
             self.warm_ups += 1
-            _warm(model, dict(options))
+            try:
+                _warm(model, dict(options))
+            except ModelCallFailed as failed:  # recorded on the trial that asked for it: say so
+                raise ModelCallFailed(f"the warm-up call failed: {failed}", reason=failed.reason,
+                                      attempts=failed.attempts) from None
 
 
 def services_for(subject: Any, cache: ResponseCache, *, ollama_host: str | None = None,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -92,9 +93,9 @@ def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> alt.L
 
 
 def history_page(frame: pd.DataFrame, display: pd.DataFrame, widths: pd.DataFrame | None = None,
-                 title: str = "ragqual history") -> str:
+                 title: str = "ragqual history", header: Mapping[str, Any] | None = None) -> str:
     """`frame`: history_frame's rows (oldest first); `display`: the same rows as the table shows them;
-    `widths`: `intervals(...)` (none drawn without it)."""
+    `widths`: `intervals(...)` (none drawn without it); `header`: shown first (the history head)."""
     rows = long_frame(frame)
     empty = pd.DataFrame(columns=["run_id", "group", "metric", "halfwidth"])
     rows = with_intervals(rows, empty if widths is None else widths)
@@ -103,6 +104,8 @@ def history_page(frame: pd.DataFrame, display: pd.DataFrame, widths: pd.DataFram
                        "corpus (a re-baseline): values before and after it measure different corpora. Vertical "
                        "bars: 95% interval of each mean over its questions (normal approximation, each question's "
                        "repeats averaged first); none where a group has fewer than two questions.")]
+    if header:
+        parts.insert(0, page.header_list(header))
     for i, metric in enumerate(dict.fromkeys(rows["metric"])):
         parts.append(page.chart(f"history-{i}", metric_chart(rows[rows["metric"] == metric], metric, order)))
     if rows.empty:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -34,9 +35,10 @@ def heatmap(frame: pd.DataFrame, modes: Sequence[str]) -> alt.FacetChart:
 
 
 def matrix_page(lines: Sequence[ModeLine], modes: Sequence[str], run_id: int, table_frame: pd.DataFrame,
-                flag: str | None = None) -> str:
+                flag: str | None = None, header: Mapping[str, Any] | None = None) -> str:
     frame = matrix_frame(lines, modes)
-    parts = [page.note(f"run {run_id}. A user's model scoring near its row is at its ceiling; well below it is "
+    parts = [page.header_list(header)] if header else []
+    parts += [page.note(f"run {run_id}. A user's model scoring near its row is at its ceiling; well below it is "
                        "worth investigating (their config or our code). The mock row is the reference line.")]
     if flag:
         parts.append(page.verdict(f"incomplete run: {flag}"))

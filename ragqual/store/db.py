@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from ragqual.errors import InputError, SchemaOutOfDate
 from ragqual.store import faults
@@ -17,7 +18,7 @@ if TYPE_CHECKING:  # alembic loads only to migrate or to list the script folder
 
 BUSY_TIMEOUT_MS = 30_000
 
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 """The newest migration. Every command checks the database against it, so it is a constant
 rather than a read of the script folder (~0.2 s of Alembic import and parsing per command);
 tests/store/test_migrations.py keeps it equal to the script folder's head."""
@@ -81,10 +82,62 @@ def lock_writers(conn: Connection) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_LOCK_KEY})
 
 
-def make_engine(url: str) -> Engine:
-    """An engine with SQLite set up for many writers: WAL, foreign keys, a busy timeout."""
-    parsed = make_url(url)
-    faults.remember(url)
+URL_FORMS = ("postgresql://user:password@host:port/database, sqlite:////absolute/path/eval.db, "
+             "sqlite:///relative/path/eval.db, or a plain file path")
+
+
+def parse_url(url: str | URL) -> URL:
+    """The history URL, parsed and checked without connecting: SQLAlchemy can read it, knows its
+    dialect, has its driver installed, and the dialect accepts its parts (a SQLite URL has no
+    user, password, host or port). Anything else is an InputError (exit 2) that shows the URL
+    with its credentials masked."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise _bad_url(url, "it is not a URL SQLAlchemy can read") from None
+    except ValueError:  # make_url's int() of the port
+        raise _bad_url(url, "its port is not a number") from None
+    if parsed.host and "@" in parsed.host:
+        raise _bad_url(url, "it has a second @ (write an @ in a user or password as %40)")
+    try:
+        dialect = parsed.get_dialect()
+    except NoSuchModuleError:
+        raise _bad_url(url, f"SQLAlchemy has no dialect or driver named {parsed.drivername!r}") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        raise _bad_url(url, f"its driver ({exc.name or parsed.drivername}) is not installed: install it "
+                            f"(PostgreSQL: pip install 'psycopg[binary]')") from None
+    try:
+        dialect().create_connect_args(parsed)
+    except ArgumentError:
+        why = ("a SQLite URL has no user, password, host or port" if parsed.get_backend_name() == "sqlite"
+               else "SQLAlchemy cannot connect with its parts")
+        raise _bad_url(url, why) from None
+    return parsed
+
+
+def _bad_url(url: str | URL, why: str) -> InputError:
+    return InputError(f"the history database URL {faults.masked_url(url)} cannot be used: {why}; give --db (or "
+                      f"RAGQUAL_DB) one of {URL_FORMS}")
+
+
+def _connect_failed(context: ExceptionContext) -> None:
+    """A connection that could not be opened is a StorageFault naming the database (exit 4),
+    wherever the engine is used; errors on an open connection go on as they are."""
+    if context.connection is None and context.engine is not None:
+        fault = faults.translate(context.sqlalchemy_exception or context.original_exception, context.engine.url)
+        if fault is not None:
+            raise fault
+
+
+def make_engine(url: str, *, scratch: bool = False) -> Engine:
+    """An engine with SQLite set up for many writers: WAL, foreign keys, a busy timeout. A
+    malformed URL is an InputError, a server or file that cannot be opened a StorageFault.
+    `scratch`: a throwaway database of ragqual's own (not the one error messages name)."""
+    parsed = parse_url(url)
+    if not scratch:
+        faults.remember(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             try:
@@ -94,8 +147,10 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)
         event.listen(engine, "begin", _sqlite_begin)
-        return engine
-    return create_engine(url, pool_pre_ping=True)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    event.listen(engine, "handle_error", _connect_failed)
+    return engine
 
 
 def script_head_revision() -> str:
@@ -137,6 +192,11 @@ def _upgrade_on(conn: Connection, url: str, revision: str) -> None:
     cfg = alembic_config(url)
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, revision)
+
+
+def upgrade_on(conn: Connection, revision: str = "head") -> None:
+    """Run the migrations on an open connection, inside the transaction the caller holds."""
+    _upgrade_on(conn, conn.engine.url.render_as_string(hide_password=False), revision)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -186,7 +246,7 @@ def ensure_at_head(engine: Engine, *, auto_create: bool) -> None:
 def require_existing(url: str) -> None:
     """Refuse a SQLite file that does not exist, before anything could create it (read-only
     commands must not leave an empty database behind)."""
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return
     if not Path(parsed.database).is_file():
@@ -195,8 +255,9 @@ def require_existing(url: str) -> None:
 
 
 def normalise_url(value: str) -> str:
-    """Accept a SQLAlchemy URL or a plain file path (taken as SQLite)."""
+    """Accept a SQLAlchemy URL (checked by parse_url) or a plain file path (taken as SQLite)."""
     if "://" in value:
+        parse_url(value)
         return value
     return f"sqlite:///{Path(value).resolve()}"
 

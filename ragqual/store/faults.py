@@ -2,8 +2,10 @@
 
 SQLite and PostgreSQL report a full disk, a read-only file or folder, or a vanished file as
 driver errors; `translate` turns the ones that are about the storage (not about ragqual's SQL)
-into a StorageFault naming the database and the fix. `check_identity` notices a SQLite file
-deleted or replaced under a running process, which SQLite itself never reports.
+into a StorageFault naming the database and the fix; so are a PostgreSQL server that cannot be
+reached, refuses the login or lacks the database (store.db raises them wherever an engine fails
+to connect), the URL always shown with its user and password as ***. `check_identity` notices a
+SQLite file deleted or replaced under a running process, which SQLite itself never reports.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
+from ragqual.core.redact import MASK
 from ragqual.errors import StorageFault
 
 _LAST_URL: list[str] = []
@@ -37,11 +40,31 @@ _POSTGRES = (
     ("08006", "the connection to the server failed", "check that PostgreSQL is running"),
 )
 _OS = ("read-only file system", "no space left", "permission denied")
+# A server that never opened a connection (psycopg 3 and psycopg2 wordings); it has no SQLSTATE.
+_NOT_CONNECTED = (
+    (("password authentication failed", "authentication failed", "no password supplied"),
+     "the server refused the user or password", "check the credentials in --db"),
+    (("does not exist",), "the server has no such database or user", "create it, or fix the name in --db"),
+    (("connection failed", "could not connect", "connection refused", "failed to resolve host",
+      "could not translate host name", "timeout expired", "no route to host", "network is unreachable"),
+     "the server cannot be reached", "check that PostgreSQL is running there and accepts connections, "
+                                     "or pass another --db"),
+)
 
 
 def remember(url: str) -> None:
     """The database the CLI opened last, for errors that reach the CLI untranslated."""
     _LAST_URL[:] = [url]
+
+
+def masked_url(url: str | URL) -> str:
+    """A URL for a message: everything between `://` and the last `@` (its user and password)
+    becomes ***, whether or not SQLAlchemy could parse it."""
+    text = url.render_as_string(hide_password=True) if isinstance(url, URL) else url
+    scheme, sep, rest = text.partition("://")
+    if sep and "@" in rest:
+        rest = f"{MASK}@{rest.rsplit('@', 1)[1]}"
+    return scheme + sep + rest
 
 
 def shown(url: str | URL | None) -> str:
@@ -52,7 +75,21 @@ def shown(url: str | URL | None) -> str:
     parsed = make_url(url) if isinstance(url, str) else url
     if parsed.get_backend_name() == "sqlite":
         return str(parsed.database or ":memory:")
-    return parsed.render_as_string(hide_password=True)
+    return masked_url(parsed)
+
+
+def _not_connected(exc: BaseException, url: str | URL | None) -> tuple[str, str] | None:
+    """(what happened, the fix) for a server that refused or never answered a connection."""
+    if not isinstance(exc, DBAPIError) or isinstance(exc.orig, sqlite3.Error) or _sqlstate(exc):
+        return None
+    lines = str(exc.orig or exc).strip().splitlines()
+    first = lines[0] if lines else ""
+    for needles, what, fix in _NOT_CONNECTED:
+        if any(n in first.lower() for n in needles):
+            reason = first.rsplit("failed: ", 1)[-1].removeprefix("FATAL:").strip()
+            password = (make_url(url) if isinstance(url, str) else url).password if url is not None else None
+            return f"{what} ({reason.replace(str(password), MASK) if password else reason})", fix
+    return None
 
 
 def _sqlstate(exc: BaseException) -> str:
@@ -61,22 +98,34 @@ def _sqlstate(exc: BaseException) -> str:
 
 
 def translate(exc: BaseException, url: str | URL | None = None) -> StorageFault | None:
-    """A StorageFault for a storage failure, None for anything else (re-raise that)."""
+    """A StorageFault for a storage failure, None for anything else (re-raise that).
+
+    Without `url` (an error that reached the CLI untranslated, of unknown origin) only an error
+    raised through SQLAlchemy, which nothing but the history uses, is taken for the history's: a
+    raw sqlite3 or OS error there comes from a cache folder, Qdrant's local mode or a report file.
+    """
     if not isinstance(exc, (DBAPIError, OSError, sqlite3.Error)):
         return None
+    if url is None and not isinstance(exc, DBAPIError):
+        return None
     message = str(getattr(exc, "orig", None) or exc).lower()
-    where = shown(url)
+    if url is None:
+        url = _LAST_URL[0] if _LAST_URL else None
+    where = "the history database" if url is None else f"history database {shown(url)}"
     if isinstance(exc, OSError) and not any(k in message for k in _OS):
         return None
     for needle, what, fix in _SQLITE:
         if needle in message:
-            return StorageFault(f"history database {where}: {what}: {fix}")
+            return StorageFault(f"{where}: {what}: {fix}")
+    not_connected = _not_connected(exc, url)
+    if not_connected is not None:
+        return StorageFault(f"{where}: {not_connected[0]}: {not_connected[1]}")
     state = _sqlstate(exc)
     for code, what, fix in _POSTGRES:
         if state == code:
-            return StorageFault(f"history database {where}: {what}: {fix}")
+            return StorageFault(f"{where}: {what}: {fix}")
     if isinstance(exc, OSError):
-        return StorageFault(f"history database {where}: {exc.strerror or exc}: make its folder writable, or pass another --db")
+        return StorageFault(f"{where}: {exc.strerror or exc}: make its folder writable, or pass another --db")
     return None
 
 

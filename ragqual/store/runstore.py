@@ -12,20 +12,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import operator
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import Engine, Table, insert, select
+from sqlalchemy import Engine, Table, insert, inspect, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
-from ragqual.core.redact import redact_argv, redact_text, redact_value
+from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
+from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
@@ -154,6 +156,7 @@ class RunStore:
         self.seal = seal  # False only to measure what sealing costs (benchmarks/bench_seal.py)
         self._writer = db.writer(engine)
         self._identity = faults.file_identity(engine.url)
+        self._spans: bool | None = None
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -180,7 +183,7 @@ class RunStore:
                 delay = min(delay * 2, 1.0)
             except IntegrityError:
                 raise
-            except DBAPIError as exc:
+            except (DBAPIError, sqlite3.Error) as exc:  # sealing writes through the raw driver cursor
                 self._raise_fault(exc)
         else:
             raise AssertionError("unreachable")
@@ -196,10 +199,17 @@ class RunStore:
             sealing.lock(session)
             before = sealing.high_water(session)
             result = work(session)
-            sealing.seal(session, before, run_id() if callable(run_id) else run_id)
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session))
             return result
 
-    def _raise_fault(self, exc: DBAPIError) -> NoReturn:
+    def _has_spans(self, session: Session) -> bool:
+        """Whether the database has `seal_spans` (migration 0008; a store opened on an older
+        schema writes as ragqual did then), asked once per store."""
+        if self._spans is None:
+            self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
+        return self._spans
+
+    def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
         fault = faults.translate(exc, self.engine.url)
         if fault is None:
@@ -359,10 +369,10 @@ class RunStore:
                     system_prompt_id=rec.system_prompt_id,
                     mode=rec.mode,
                     repeat_index=rec.repeat_index,
-                    rendered_prompt=_dump(rec.rendered_prompt),
-                    context=rec.context,
-                    raw_output=_dump(rec.raw_output),
-                    parsed_output=_dump(rec.parsed_output),
+                    rendered_prompt=_dump(redact_known(rec.rendered_prompt)),
+                    context=redact_known(rec.context),
+                    raw_output=_dump(redact_known(rec.raw_output)),
+                    parsed_output=_dump(redact_known(rec.parsed_output)),
                     error=None if rec.error is None else redact_text(rec.error),
                     prompt_tokens=rec.prompt_tokens,
                     completion_tokens=rec.completion_tokens,
@@ -403,7 +413,7 @@ class RunStore:
             session.execute(insert(table_of(AssertionResult)), [
                 {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
                  "assertion_version": a.version, "category": a.category, "weight": a.weight,
-                 "passed": a.passed, "detail": a.detail, "created_at": now}
+                 "passed": a.passed, "detail": redact_known(a.detail), "created_at": now}
                 for a in assertions
             ])
         if scores:
@@ -487,7 +497,8 @@ class RunStore:
             if run is None:
                 raise InputError(f"no run with id {run_id}: `ragqual history` lists the runs")
             last = session.execute(
-                select(RunEvent).where(RunEvent.run_id == run_id).order_by(RunEvent.id.desc()).limit(1)
+                select(RunEvent).where(RunEvent.run_id == run_id, is_covered("run_events"))
+                .order_by(RunEvent.id.desc()).limit(1)
             ).scalar_one_or_none()
             ended = last.at if last is not None and last.event in ("finished", "interrupted", "failed") else None
             return RunInfo(
@@ -507,6 +518,11 @@ class RunStore:
         if found is None:
             raise InputError("the history has no runs yet" + (f" of kind {kind}" if kind else ""))
         return found
+
+    def run_ids(self, kind: str) -> list[int]:
+        """The ids of every run of `kind`, newest first."""
+        with Session(self.engine) as session:
+            return list(session.execute(select(Run.id).where(Run.kind == kind).order_by(Run.id.desc())).scalars())
 
     def finished_slots(self, run_id: int) -> set[tuple[int, int, str, int]]:
         """(case_pk, variant_id, mode, repeat_index) of every trial the run already holds."""

@@ -37,6 +37,7 @@ from ragqual.core.scoring import SCORER_NAME, is_unstable
 from ragqual.errors import InputError
 from ragqual.store.queries import TRIAL_COLUMNS, metric_rows, trial_rows
 from ragqual.store.records import RunInfo, run_status
+from ragqual.store.sealed_rows import unsealed_counts
 
 BASELINE_FORMAT = "ragqual-baseline"
 BASELINE_VERSION = 1
@@ -116,6 +117,9 @@ def summarise_run(
     variants = sorted({row[TRIAL_COLUMNS.index("variant")] for row in trials})
     header = run_header(info) | {"variants": variants, "scorer": {"name": scorer_name, "version": scorer_version},
                                  "provenance": info.provenance}
+    unsealed = unsealed_counts(engine, [info.id]).get(info.id)
+    if unsealed:  # rows no seal covers, left out of every figure above
+        header["unsealed_rows"] = unsealed
     return Summary(f"run {info.id}", info.kind, tier_of(info.kind, info.subject, variants),
                    info.corpus_fingerprint, header, groups, info.id)
 

@@ -5,9 +5,15 @@ Findings name the table, the row id and what happened to it:
   edited     the row is there but its content is not what was sealed
   deleted    a sealed row is gone
   re-ordered the row now holds what was sealed under another id of the same table
-  inserted   a row written after sealing began that no seal covers (written outside ragqual)
-  seal       a seal whose digest or links no longer add up (seals edited, removed or re-ordered)
+  inserted   a row written after sealing began that no seal covers (written outside ragqual);
+             `verify RUN` looks for them among the rows of those runs too
+  seal       a seal whose digest or links no longer add up (seals edited, removed or re-ordered),
+             or a `seal_spans` row that is not what the seals say (readers trust the spans)
   run        a run's end event records a seal head that its seals do not lead to
+  schema     a table, column, index, trigger, view (or on PostgreSQL a function, constraint, ...)
+             missing, extra or different from what the migrations at head create
+             (ragqual.store.schema_check)
+  unchecked  a table that cannot be read any more (see its schema findings): its rows are skipped
 
 Rows written before migration 0004 (up to the genesis seal's watermark) are unsealed: their runs
 are reported as such, never as tampered.
@@ -15,23 +21,27 @@ are reported as such, never as tampered.
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, bindparam, inspect, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from ragqual.store import sealing
-from ragqual.store.models import Run, RunEvent, SEALED_TABLES, Seal
+from ragqual.core.published_head import PublishedHead
+from ragqual.errors import StorageFault
+from ragqual.store import schema_check, sealed_rows, sealing
+from ragqual.store.models import HISTORY_TABLES, Run, RunEvent, SEALED_TABLES, Seal
 
 RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results", "retrieval_rankings")
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # edited | deleted | re-ordered | inserted | seal | run
+    kind: str  # edited | deleted | re-ordered | inserted | seal | run | schema | unchecked
     table: str
     row_id: int | None
     detail: str
@@ -115,8 +125,9 @@ def _current(engine: Engine, table: str) -> dict[int, str]:
         conn.close()
 
 
-def _check_rows(engine: Engine, sealed: _Sealed, run_ids: set[int] | None, verdict: Verdict) -> None:
-    for table in SEALED_TABLES:
+def _check_rows(engine: Engine, sealed: _Sealed, run_ids: set[int] | None, verdict: Verdict,
+                tables: Sequence[str]) -> None:
+    for table in tables:
         current = _current(engine, table)
         expected = sealed.rows.get(table, {})
         by_digest = defaultdict(list)
@@ -176,10 +187,83 @@ def _check_runs(engine: Engine, seals: Sequence[Seal], sealed: _Sealed, run_ids:
                                             f"its seals lead to {(actual or 'none')[:12]}…"))
 
 
-def verify(engine: Engine, run_ids: Sequence[int] | None = None, expect: str | None = None) -> Verdict:
-    """Recompute the chain, every sealed row and each run's recorded head."""
+def _check_spans(engine: Engine, seals: Sequence[Seal], verdict: Verdict) -> list[tuple[int, str, int, int]]:
+    """`seal_spans` against the spans the seals name (readers count what the spans cover)."""
+    expected = sealed_rows.chain_spans((s.id, s.kind, s.rows) for s in seals)
+    missing = Counter(expected)
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(sealed_rows.SPANS_TABLE):
+            verdict.findings.append(Finding("seal", sealed_rows.SPANS_TABLE, None, "the table is missing (dropped)"))
+            return expected
+        stored = conn.execute(text("SELECT id, seal_id, table_name, first_id, last_id FROM seal_spans ORDER BY id")).all()
+    for row_id, seal_id, table, first, last in stored:
+        key = (int(seal_id), str(table), int(first), int(last))
+        if missing[key] > 0:
+            missing[key] -= 1
+        else:
+            verdict.findings.append(Finding("seal", "seal_spans", row_id, f"covers {table} rows {first}-{last}, which "
+                                            f"seal {seal_id} does not name (readers would count them)"))
+    for (seal_id, table, first, last), n in sorted(missing.items()):
+        if n > 0:
+            verdict.findings.append(Finding("seal", "seal_spans", None, f"seal {seal_id}'s span of {table} rows "
+                                            f"{first}-{last} is missing (readers leave those rows out)"))
+    return expected
+
+
+def _check_run_rows(engine: Engine, spans: Sequence[tuple[int, str, int, int]], run_ids: set[int],
+                    verdict: Verdict, readable: set[str]) -> None:
+    """Rows of these runs that no seal covers (`verify RUN`; a full verify finds them per table)."""
+    by_table: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for _, table, first, last in spans:
+        by_table[table].append((first, last))
+    with engine.connect() as conn:
+        for table, sql in sealed_rows.RUN_ROWS.items():
+            if table not in readable or (table in ("trial_scores", "assertion_results") and "trials" not in readable):
+                continue
+            ranges = sorted(by_table.get(table, []))
+            starts = [first for first, _ in ranges]
+            query = text(sql).bindparams(bindparam("runs", expanding=True))
+            for run_id, row_id in conn.execute(query, {"runs": sorted(run_ids)}).all():
+                at = bisect.bisect_right(starts, row_id) - 1
+                if at < 0 or ranges[at][1] < row_id:
+                    verdict.findings.append(Finding("inserted", table, row_id, f"a row of run {run_id} no seal covers "
+                                                                             "(written outside ragqual)"))
+
+
+_SCHEMA_DETAIL = {
+    "missing": "missing: the migrations at head create it",
+    "extra": "extra: no migration creates it",
+    "different": "different from what the migrations at head create",
+}
+
+
+def _check_schema(engine: Engine, verdict: Verdict) -> set[str]:
+    """Schema findings; the history tables that can still be read as the seals were computed."""
+    try:
+        differences, actual = schema_check.check_schema(engine)
+    except DBAPIError as exc:
+        raise StorageFault(f"cannot derive the schema the migrations create, to compare the history with it: "
+                           f"{str(exc.orig).strip().splitlines()[0]}") from exc
+    for d in differences:
+        verdict.findings.append(Finding("schema", f"{d.kind} {d.name}", None, _SCHEMA_DETAIL[d.change]))
+    readable = {t for t in HISTORY_TABLES
+                if schema_check.readable(actual, t, sealing.columns(t))}
+    for table in HISTORY_TABLES:
+        if table not in readable:
+            verdict.findings.append(Finding("unchecked", table, None, "cannot be read as it was sealed (see the "
+                                            "schema findings): its rows were not checked"))
+    return readable
+
+
+def verify(engine: Engine, run_ids: Sequence[int] | None = None,
+           expect: str | PublishedHead | None = None) -> Verdict:
+    """Compare the schema with head, then recompute the chain, every sealed row and each run's
+    recorded head, skipping what can no longer be read."""
     verdict = Verdict()
     wanted = set(run_ids) if run_ids else None
+    readable = _check_schema(engine, verdict)
+    if "seals" not in readable:
+        return verdict
     with Session(engine) as session:
         seals = list(session.scalars(select(Seal).order_by(Seal.id)))
     verdict.seals = len(seals)
@@ -188,13 +272,31 @@ def verify(engine: Engine, run_ids: Sequence[int] | None = None, expect: str | N
                                         "the genesis seal of migration 0004 is missing"))
     _check_chain(seals, verdict)
     sealed = _collect(seals, wanted, verdict)
-    _check_rows(engine, sealed, wanted, verdict)
-    _check_runs(engine, seals, sealed, wanted, verdict)
+    _check_rows(engine, sealed, wanted, verdict, [t for t in SEALED_TABLES if t in readable])
+    if {"runs", "run_events"} <= readable:
+        _check_runs(engine, seals, sealed, wanted, verdict)
+    if sealed_rows.SPANS_TABLE in readable:
+        spans = _check_spans(engine, seals, verdict)
+        if wanted is not None:
+            _check_run_rows(engine, spans, wanted, verdict, readable)
     if expect is not None:
-        found = [s.id for s in seals if s.digest == expect.strip().lower()]
-        if found:
-            verdict.expected_at = found[0]
-        else:
-            verdict.findings.append(Finding("seal", "seals", None, f"the expected digest {expect} is in no seal of "
-                                            "this database: its chain was rewritten, or the digest is from another one"))
+        _check_expected(seals, expect, verdict)
     return verdict
+
+
+def _check_expected(seals: Sequence[Seal], expect: str | PublishedHead, verdict: Verdict) -> None:
+    """One rule for a head kept elsewhere (`--expect DIGEST`, `--expect-from FILE`): the chain must
+    still hold that digest (a history that grew since is fine); a published head that says where it
+    was must still be there, with as many seals up to it."""
+    digest = (expect.digest if isinstance(expect, PublishedHead) else expect).strip().lower()
+    at = next((n for n, s in enumerate(seals) if s.digest == digest), None)
+    if at is None:
+        verdict.findings.append(Finding("seal", "seals", None, f"the expected digest {digest} is in no seal of this "
+                                        "database: seals were removed (a run deleted with its seals, the newest seals "
+                                        "cut off) or the chain was rewritten, or the digest is from another database"))
+        return
+    seal = seals[at]
+    verdict.expected_at = seal.id
+    if isinstance(expect, PublishedHead) and (seal.id, at + 1) != (expect.seal_id, expect.seals):
+        verdict.findings.append(Finding("seal", "seals", seal.id, f"the published head was seal {expect.seal_id} of "
+                                        f"{expect.seals}; here it is seal {seal.id}, with {at + 1} seal(s) up to it"))

@@ -15,6 +15,7 @@ from typing import Any
 
 from ragqual.vocab import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics, textmatch
+from ragqual.core.answer_patterns import PATTERNS_VERSION
 from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage, reader_ceiling
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
@@ -30,11 +31,18 @@ from ragqual.subjects.rag_checks import NoRetrievalNarration, NoThinkTags, Refus
 
 MODES = ("oracle", "e2e", "noretrieval")
 DEFAULT_OPTIONS = {"temperature": 0, "seed": 42}
-RAG_METRICS_VERSION = 1
-"""The meaning of the generation metrics (module `metrics_from_outcomes`). They used to re-run the
-golden's regexes beside the assertions; they are now read from the assertion outcomes, which gives
-the same number for the same answer and assertions, so the version stays 1. Bump it when a
-metric's meaning changes: reports then read the new version and `--scorer-version` pins the old."""
+RAG_METRICS_VERSION = 2
+"""The meaning of the generation metrics (module `metrics_from_outcomes`), stored as each metric
+row's `scorer_version`. Bump it when a metric's meaning changes: `rescore` then appends rows of the
+new version, reports read them, and `--scorer-version` pins the old.
+
+1  the first metrics (they used to re-run the golden's regexes beside the assertions; reading them
+   from the assertion outcomes gave the same numbers, so the version stayed 1).
+2  groundedness reads signed numbers and dates (`core.numbers` grammar 2); refusals are read clause
+   by clause and the refusal, hedge, leakage and think-tag patterns grew (`core.answer_patterns` 2).
+"""
+CHECKS_VERSION = PATTERNS_VERSION
+"""The version of the refusal, leakage and think-tag assertions: their patterns' version."""
 
 
 _NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
@@ -60,11 +68,11 @@ def golden_case(golden: Golden) -> Case:
     for pattern in golden.must_not_include:
         checks.append(Assertion(_uid(golden.id, "exclude", pattern), 1, f"excludes /{pattern}/",
                                 RegexExcludes(pattern), category="correctness"))
-    checks.append(Assertion(_uid(golden.id, "refusal"), 1, "declines only out-of-corpus questions",
+    checks.append(Assertion(_uid(golden.id, "refusal"), CHECKS_VERSION, "declines only out-of-corpus questions",
                             RefusalBehaviour(golden.expect_refusal), category="refusal"))
-    checks.append(Assertion(_uid(golden.id, "leakage"), 1, "does not narrate retrieval",
+    checks.append(Assertion(_uid(golden.id, "leakage"), CHECKS_VERSION, "does not narrate retrieval",
                             NoRetrievalNarration(), category="leakage", weight=0))
-    checks.append(Assertion(_uid(golden.id, "think"), 1, "no reasoning tags", NoThinkTags(),
+    checks.append(Assertion(_uid(golden.id, "think"), CHECKS_VERSION, "no reasoning tags", NoThinkTags(),
                             category="think-tags", weight=0))
     return Case(id=golden.id, slug=golden.id, input=golden.to_json_dict(), assertions=tuple(checks),
                 source=golden.source, tags=golden.tags, meta={"goldenId": golden.id})
@@ -191,7 +199,8 @@ def metrics_from_outcomes(expect_refusal: bool, outcomes: Sequence[Outcome], ans
     refusalCorrectness  the `refusal` assertion passed
     leakage             the `leakage` assertion failed (1.0 = the answer narrates retrieval)
     thinkTagLeak        the `think-tags` assertion failed
-    groundedness        share of the answer's numbers above 10 found in the context (no assertion)
+    groundedness        share of the answer's figures (numbers of magnitude above 10, dates) found
+                        in the context (no assertion; `core.numbers`)
     A category with no outcome gives None.
     """
     by: dict[str, list[bool]] = {}

@@ -1,10 +1,11 @@
 import json
+import sqlite3
 import subprocess
 import sys
 
 import pytest
 
-from ragqual.adapters.cache import ResponseCache
+from ragqual.adapters.cache import CacheNotes, ResponseCache
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
 from ragqual.core.cachekey import response_cache_key
 from ragqual.errors import CacheMiss, InputError
@@ -108,13 +109,22 @@ def test_off_mode_never_stores(tmp_path):
     assert model.calls == 2 and not (tmp_path / "c").exists()
 
 
-def test_corrupt_entry_is_a_miss_with_a_warning(tmp_path):
-    cache = ResponseCache.at(tmp_path / "c", "auto")
-    cache.cache.set("k", b'{"v": 2, "response": {"nonsense": true}}')  # JSON, but not a stored answer
+def test_corrupt_entry_is_a_miss_said_once_with_a_count(tmp_path):
+    said: list[str] = []
+    cache = ResponseCache.at(tmp_path / "c", "auto", CacheNotes(said.append))
+    for key in ("k1", "k2", "k3"):
+        cache.cache.set(key, b'{"v": 2, "response": {"nonsense": true}}')  # JSON, but not a stored answer
     model = Counter()
-    with pytest.warns(UserWarning, match="corrupt"):
-        answer, hit = cache.get_or_call("k", model)
-    assert not hit and model.calls == 1 and answer.text == "answer 1"
+    for key in ("k1", "k2", "k3"):
+        answer, hit = cache.get_or_call(key, model)
+        assert not hit
+    assert model.calls == 3 and answer.text == "answer 3"
+    cache.close()
+    assert said == []  # the run's notes are said by their owner, once
+    cache.notes.flush()
+    assert len(said) == 1
+    assert said[0].startswith(f"3 response-cache entries in {tmp_path / 'c'} were unreadable or inconsistent and were ignored")
+    assert "the model was asked again" in said[0] and "not a stored answer" in said[0]
 
 
 def test_corrupted_cache_files_never_crash(tmp_path):
@@ -125,11 +135,90 @@ def test_corrupted_cache_files_never_crash(tmp_path):
         if f.is_file():
             f.write_bytes(b"\x00garbage" * 10)
     model = Counter()
-    with pytest.warns(UserWarning):
-        answer, hit = ResponseCache.at(tmp_path / "c", "auto").get_or_call("k", model)
+    with pytest.warns(RuntimeWarning, match="cache folder .* cannot be used"):
+        broken = ResponseCache.at(tmp_path / "c", "auto")
+    answer, hit = broken.get_or_call("k", model)
     assert answer.text == "answer 1" and not hit
+    broken.close()
+
+
+def _unwritable(tmp_path):
+    """A cache path under a regular file: no user, root included, can create that folder."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    return blocker / "cache"
+
+
+def test_a_folder_that_cannot_be_created_is_said_once_and_the_calls_go_on(tmp_path):
+    said: list[str] = []
+    notes = CacheNotes(said.append, root=tmp_path / "a-file")
+    cache = ResponseCache.at(_unwritable(tmp_path), "auto", notes)
+    other = ResponseCache.at(_unwritable(tmp_path), "auto", notes)  # a second cache of the same run
+    model = Counter()
+    assert cache.get_or_call("k", model) == (_answer("answer 1"), False)
+    assert other.get_or_call("k", model) == (_answer("answer 2"), False)
+    cache.close()
+    other.close()
+    notes.flush()
+    assert len(said) == 1, said
+    assert said[0].startswith(f"cache folder {tmp_path / 'a-file'} cannot be used (")
+    assert "RAGQUAL_CACHE_DIR" in said[0] and "--cache off" in said[0] and "writable" in said[0]
+
+
+def test_a_write_that_fails_stops_writing_says_so_once_and_never_raises(tmp_path):
+    said: list[str] = []
+    cache = ResponseCache.at(tmp_path / "c", "auto", CacheNotes(said.append))
+    cache.get_or_call("before", Counter())
+    real = cache.cache
+    con = sqlite3.connect(real.directory + "/cache.db")
+    con.execute("CREATE TRIGGER full BEFORE INSERT ON Cache BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END")
+    con.commit()
+    con.close()
+    model = Counter()
+    for key in ("a", "b", "c"):
+        assert not cache.get_or_call(key, model)[1]
+    assert model.calls == 3 and cache.cache is None
+    assert len(said) == 1 and "database or disk is full" in said[0], said
+    cache.close()
 
 
 def test_unknown_mode_is_input_error(tmp_path):
     with pytest.raises(InputError):
         ResponseCache(None, "sometimes")
+
+
+def _fail_writes(folder) -> None:
+    """Every later insert into the cache's SQLite file fails the way a full disk does."""
+    con = sqlite3.connect(f"{folder}/cache.db")
+    con.execute("CREATE TRIGGER full BEFORE INSERT ON Cache BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END")
+    con.commit()
+    con.close()
+
+
+def test_the_search_and_embedding_caches_go_on_without_writing_when_writes_fail(tmp_path):
+    import numpy as np
+
+    from ragqual.adapters.embedders import CachedEmbedder
+    from ragqual.adapters.search_cache import SearchCache
+
+    class Ones:
+        id, dim = "ones", 2
+
+        def embed(self, texts):
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    said: list[str] = []
+    notes = CacheNotes(said.append)
+    search = SearchCache(tmp_path / "search", notes=notes)
+    embedder = CachedEmbedder(Ones(), tmp_path / "emb", notes)
+    _fail_writes(tmp_path / "search")
+    _fail_writes(tmp_path / "emb")
+    search.put("k", [1, 2])
+    search.put("k2", [3])
+    assert search.get("k", lambda v: True) is None and search.cache is None
+    assert embedder.embed(["a", "b"]).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    embedder.store_matrix(["a", "b"], np.ones((2, 2), dtype=np.float32))
+    assert embedder.embed(["a"]).tolist() == [[1.0, 1.0]] and embedder.cache is None
+    search.close()
+    embedder.close()
+    assert len(said) == 1 and "database or disk is full" in said[0] and str(tmp_path / "search") in said[0], said

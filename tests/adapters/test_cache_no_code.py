@@ -1,4 +1,4 @@
-"""The caches hold data only: a pickle planted in any of them never runs and is a miss with a warning.
+"""The caches hold data only: a pickle planted in any of them never runs and is a miss, counted in one warning.
 
 The pickle is planted the way an attacker would: with diskcache's default (pickling) Disk, into
 the folder ragqual reads, under the exact key ragqual will look up. Its __reduce__ would create a
@@ -43,13 +43,13 @@ def test_a_planted_pickle_in_the_response_cache_is_a_miss_and_never_runs(tmp_pat
     marker, key = tmp_path / "pwned", "k" * 64
     plant(tmp_path / "responses", key, marker)
     cache = ResponseCache.at(tmp_path / "responses")
-    with pytest.warns(UserWarning, match="treating as a miss"):
-        response, hit = cache.get_or_call(key, lambda: ANSWER)
+    response, hit = cache.get_or_call(key, lambda: ANSWER)
     assert (response.text, hit) == ("fresh", False)
     assert not marker.exists()
     again, hit = cache.get_or_call(key, lambda: pytest.fail("the fresh answer was not stored"))
     assert (again, hit) == (ANSWER, True)
-    cache.close()
+    with pytest.warns(RuntimeWarning, match="1 response-cache entry .* ignored .*pickle"):
+        cache.close()
 
 
 def test_a_planted_pickle_in_the_search_cache_is_a_miss_and_never_runs(tmp_path):
@@ -57,12 +57,12 @@ def test_a_planted_pickle_in_the_search_cache_is_a_miss_and_never_runs(tmp_path)
     key = SearchCache.key("bm25", scope="s", query="q", k=5)
     plant(tmp_path / "search", key, marker)
     cache = SearchCache(tmp_path / "search")
-    with pytest.warns(RuntimeWarning, match="unreadable"):
-        assert cache.get(key, lambda v: True) is None
+    assert cache.get(key, lambda v: True) is None
     assert not marker.exists()
     cache.put(key, [("a#0", 1.5)])
     assert cache.get(key, lambda v: True) == [("a#0", 1.5)]
-    cache.close()
+    with pytest.warns(RuntimeWarning, match="1 search-cache entry .* unreadable .*pickle"):
+        cache.close()
 
 
 class Fixed:
@@ -78,8 +78,8 @@ def test_a_planted_pickle_in_the_embedding_cache_is_a_miss_and_never_runs(tmp_pa
     key = embedder.key("hello")
     embedder.close()
     plant(tmp_path / "emb", key, marker)
-    with CachedEmbedder(Fixed(), tmp_path / "emb") as embedder:
-        with pytest.warns(RuntimeWarning, match="unreadable"):
+    with pytest.warns(RuntimeWarning, match="1 embedding-cache entry .* unreadable .*pickle"):
+        with CachedEmbedder(Fixed(), tmp_path / "emb") as embedder:
             vectors = embedder.embed(["hello"])
     assert vectors.tolist() == [[1.0, 1.0, 1.0]]
     assert not marker.exists()
@@ -95,9 +95,10 @@ def test_an_entry_written_with_pickle_by_an_older_version_is_a_miss_not_an_error
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         response, hit = cache.get_or_call(key, lambda: ANSWER)
+        cache.close()
     assert (response.text, hit) == ("fresh", False)
-    assert any("treating as a miss" in str(w.message) for w in seen)
-    cache.close()
+    assert [str(w.message).split(" (")[0] for w in seen] == [
+        f"1 response-cache entry in {tmp_path / 'old'} was unreadable or inconsistent and was ignored"]
 
 
 def test_the_response_cache_writes_json_bytes(tmp_path):

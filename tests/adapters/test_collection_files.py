@@ -104,3 +104,125 @@ def test_shared_file_sources_pass_the_leak_guard_only_inside_the_corpus(tmp_path
     assert resolve_source_in_corpus(shared_file_source(root / "docs" / "missing", "10"), root) is None
     (root / "faq.md").write_text("a note")
     assert resolve_source_in_corpus(shared_file_source(root / "faq.md", "faq"), root) is None
+
+
+# --- files that hung or were skipped: one rule (files.open_regular) and a capped gunzip --------------
+
+
+def _within(seconds, work, fifos):
+    """work() in a thread; when it blocks past `seconds` (a FIFO opened for reading waits for a
+    writer), the FIFOs get a writer that closes at once so the thread ends, and the test fails."""
+    import threading
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        for fifo in fifos:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+        thread.join(5)
+        pytest.fail(f"blocked on a FIFO for more than {seconds} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _refused(work, fifos=()):
+    with pytest.raises(ValidationFailed) as caught:
+        _within(10, work, fifos)
+    return [(i.file.rsplit("/", 2)[-2:], i.line, i.message) for i in caught.value.issues]
+
+
+@pytest.mark.parametrize("where", ["corpus.jsonl", "queries.jsonl"])
+def test_a_fifo_in_a_beir_folder_is_refused_by_name_without_blocking(tmp_path, where):
+    root = make_beir(tmp_path / "beir")
+    (root / where).unlink()
+    os.mkfifo(root / where)
+    issues = _refused(lambda: read_any(root, root), [root / where])
+    assert (["beir", where], None, "not a regular file") in issues
+
+
+def test_a_fifo_in_a_trec_folder_is_refused_by_name_once_without_blocking(tmp_path):
+    root = make_trec(tmp_path / "trec")
+    os.mkfifo(root / "docs" / "part2")
+    assert _refused(lambda: read_any(root, root), [root / "docs" / "part2"]) == [
+        (["docs", "part2"], None, "not a regular file")]  # the corpus and goldens folders are one: said once
+
+
+def test_a_fifo_among_ragqual_goldens_is_refused_by_name_without_blocking(tmp_path):
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "water.md").write_text("# Water\n\nBoil it.\n")
+    (tmp_path / "goldens").mkdir()
+    os.mkfifo(tmp_path / "goldens" / "q.jsonl")
+    issues = _refused(lambda: read_any(tmp_path / "corpus", tmp_path / "goldens"), [tmp_path / "goldens" / "q.jsonl"])
+    assert issues == [(["goldens", "q.jsonl"], None, "not a regular file")]
+
+
+def test_open_regular_refuses_a_fifo_a_folder_and_opens_a_file(tmp_path):
+    from ragqual.adapters.files import open_regular
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_bytes(b"data")
+    assert _within(10, lambda: open_regular(tmp_path / "pipe"), [tmp_path / "pipe"]) is None
+    assert open_regular(tmp_path / "folder") is None
+    with open_regular(tmp_path / "file") as handle:
+        assert handle.read() == b"data"
+
+
+def test_a_gzip_is_inflated_only_up_to_the_limit(tmp_path, monkeypatch):
+    """64 MiB of zeros against a 1 MiB limit: refused, and the reading never held more than a few MiB
+    (inflating it whole, as before, allocated the 64 MiB and more)."""
+    import tracemalloc
+
+    import ragqual.adapters.collection_files as collection_files
+
+    monkeypatch.setattr(collection_files, "MAX_COLLECTION_FILE_BYTES", 2**20)
+    root = make_trec(tmp_path / "trec")
+    (root / "docs" / "bomb.gz").write_bytes(gzip.compress(b"<DOC><DOCNO>b</DOCNO>" + bytes(64 * 2**20)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValidationFailed) as caught:
+            read_any(root, root)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    [issue] = caught.value.issues
+    assert issue.file.endswith("trec/docs/bomb.gz") and "once decompressed" in issue.message
+    assert peak < 8 * 2**20, f"{peak:,} bytes allocated while reading"
+
+
+def test_a_gzip_just_under_the_limit_is_read_whole(tmp_path, monkeypatch):
+    import ragqual.adapters.collection_files as collection_files
+
+    docs = b"<DOC>\n<DOCNO>10</DOCNO>\nboiling water at altitude\n</DOC>\n<DOC>\n<DOCNO>11</DOCNO>\npressure canning\n</DOC>\n"
+    monkeypatch.setattr(collection_files, "MAX_COLLECTION_FILE_BYTES", len(docs))
+    root = make_trec(tmp_path / "trec", gz=True)
+    assert [d.doc_id for d in read_any(root, root).documents] == ["10", "11"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_bad_gzip_is_named_whether_alone_or_beside_good_files(tmp_path, damage):
+    root = make_trec(tmp_path / "trec", gz=True)
+    whole = (root / "docs" / "part1.gz").read_bytes()
+    bad = whole[: len(whole) // 2] if damage == "truncated" else b"\x1f\x8b\x08\x00" + bytes(range(256)) * 2
+    if damage == "truncated":  # alone: no document left to recognise the folder by
+        (root / "docs" / "part1.gz").write_bytes(bad)
+    else:
+        (root / "docs" / "part2.gz").write_bytes(bad)
+    with pytest.raises(ValidationFailed) as caught:
+        read_any(root, root)
+    named = [i for i in caught.value.issues if i.file.endswith(".gz")]
+    assert len(named) == 1 and "not a valid gzip file" in named[0].message, caught.value.issues
+    assert not any("no documents (*.md)" in i.message for i in caught.value.issues)

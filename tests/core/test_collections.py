@@ -40,6 +40,29 @@ def test_beir_corpus_reports_every_bad_line():
     assert "white space" in parsed.issues[3].message and "'#' or '/'" in parsed.issues[5].message
 
 
+def test_a_line_nested_too_deeply_is_a_problem_at_its_line_not_a_crash():
+    deep = '{"_id": "d2", "text": "x", "extra": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    data = _jsonl({"_id": "d1", "text": "fine"}, deep, {"_id": "d3", "text": "fine too"})
+    parsed = col.parse_beir_corpus("corpus.jsonl", data, "corpus.jsonl")
+    assert parsed.issues == [Issue("corpus.jsonl", 2, "invalid JSON: nested too deeply")]
+    assert [d.doc_id for d, _, _ in parsed.documents] == ["d1", "d3"]
+
+
+@pytest.mark.parametrize("escape", ["\\udc80", "\\uD800", "\\udfff", "\\ude00x", "\\udc80\\ud83d"])
+def test_a_lone_surrogate_escape_is_a_problem_at_its_line_in_corpus_and_queries(escape):
+    bad = '{"_id": "d2", "title": "", "text": "caf' + escape + '"}'
+    data = _jsonl({"_id": "d1", "text": "fine"}, bad)
+    for parse in (lambda d: col.parse_beir_corpus("f.jsonl", d, "f.jsonl"), lambda d: col.parse_beir_queries("f.jsonl", d)):
+        parsed = parse(data)
+        assert [(i.line, "surrogate" in i.message) for i in parsed.issues] == [(2, True)], parsed.issues
+
+
+@pytest.mark.parametrize("pair", ["\\ud83d\\ude00", "\\uD83D\\uDE00"])
+def test_a_surrogate_pair_is_one_character_and_accepted(pair):
+    parsed = col.parse_beir_corpus("f.jsonl", _jsonl('{"_id": "d1", "text": "smile ' + pair + '"}'), "f.jsonl")
+    assert parsed.issues == [] and parsed.documents[0][0].text == "smile \U0001f600"
+
+
 def test_bad_encoding_names_the_line():
     parsed = col.parse_beir_corpus("corpus.jsonl", b'{"_id": "a", "text": "ok"}\n{"_id": "b", "text": "\xff"}\n', "corpus.jsonl")
     assert parsed.issues == [Issue("corpus.jsonl", 2, "not valid UTF-8 (byte 0xff); save the file as UTF-8")]

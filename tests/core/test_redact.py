@@ -61,3 +61,62 @@ def test_cache_key_of_a_name_without_credentials_is_unchanged():
     expected = hash_value({"v": 1, "provider": "openai", "model": "http://h/v1#m", "digest": None,
                            "request": {"m": 1}, "repeat": 0})
     assert _key("http://h/v1#m") == expected
+
+
+# -- the values of the credentials ragqual holds ---------------------------------------------------
+
+@pytest.fixture
+def registry():
+    from ragqual.core.redact import forget_secrets
+
+    forget_secrets()
+    yield
+    forget_secrets()
+
+
+def test_a_registered_value_is_masked_under_any_name_or_none(registry):
+    from ragqual.core.redact import redact_known, remember_bearer
+
+    remember_bearer("sk-live-abcdef123")
+    echoed = 'HTTP 500: {"headers": {"Authorization": "Bearer sk-live-abcdef123"}}'
+    assert redact_text(echoed) == 'HTTP 500: {"headers": {"Authorization": "Bearer ***"}}'
+    assert redact_value({"note": "key sk-live-abcdef123 seen", "n": 3}) == {"note": "key *** seen", "n": 3}
+    assert redact_known({"choices": [{"message": {"content": "it was sk-live-abcdef123"}}], "usage": {
+        "completion_tokens_details": {"reasoning_tokens": 0}}}) == {
+        "choices": [{"message": {"content": "it was ***"}}], "usage": {"completion_tokens_details": {
+            "reasoning_tokens": 0}}}  # only the value: names and numbers of a raw output stay
+    assert redact_argv(["ragqual", "--note", "sk-live-abcdef123"]) == ["ragqual", "--note", "***"]
+
+
+def test_values_shorter_than_the_minimum_are_not_registered(registry):
+    from ragqual.core.redact import MIN_SECRET_CHARS, known_secret_count, remember_secret
+
+    remember_secret("pw")
+    remember_secret("12345")
+    remember_secret("")
+    remember_secret(None)
+    assert MIN_SECRET_CHARS == 6 and known_secret_count() == 0
+    assert redact_text("the pw field holds 12345") == "the pw field holds 12345"
+
+
+def test_a_url_password_is_registered_raw_decoded_and_as_the_basic_header(registry):
+    import base64
+
+    from ragqual.core.redact import remember_url_secrets
+
+    remember_url_secrets("postgresql://alice:p%40ssw0rd!@db:5432/eval")
+    basic = base64.b64encode(b"alice:p@ssw0rd!").decode()
+    assert redact_text(f"auth: Basic {basic}") == "auth: Basic ***"
+    assert redact_text("was p@ssw0rd! or p%40ssw0rd!") == "was *** or ***"
+    assert redact_text("alice is a user name") == "alice is a user name"
+
+
+def test_the_longest_value_is_masked_first_and_the_cache_key_ignores_the_registry(registry):
+    from ragqual.core.redact import remember_secret
+
+    before = _key("http://h/v1#model-secret-name")
+    remember_secret("secret-token")
+    remember_secret("secret-token-longer")
+    assert redact_text("a secret-token-longer b secret-token") == "a *** b ***"
+    remember_secret("model-secret-name")
+    assert _key("http://h/v1#model-secret-name") == before

@@ -103,3 +103,42 @@ def test_a_subject_without_mock_gets_a_clear_error(cache):
 
     with pytest.raises(InputError, match="no mock model"):
         services_for(NoMock(), cache).call(Variant("mock", "mock"), REQUEST, 0)
+
+
+class Unreachable(Recorder):
+    """A backend whose server never answers: `ensure_available` refuses, a failed warm-up is one call."""
+
+    def ensure_available(self):
+        from ragqual.errors import ServiceUnavailable
+
+        self.log.append(("ensure", self.name))
+        raise ServiceUnavailable(f"no server for {self.name}")
+
+    def warm_up(self, options=None):
+        from ragqual.errors import ModelCallFailed
+
+        raise ModelCallFailed("http://h/v1 failed on 'm' after 3 attempts: RemoteProtocolError", reason="transport",
+                              attempts=3)
+
+
+def test_describe_asks_the_server_first_except_in_replay_mode(tmp_path, log):
+    from ragqual.errors import ServiceUnavailable
+
+    live = TrialServices(ResponseCache.at(tmp_path / "a", "auto"), lambda uri: Unreachable(uri, log))
+    with pytest.raises(ServiceUnavailable, match="no server for x:m"):
+        live.describe(Variant("m", "x:m"))
+    replay = TrialServices(ResponseCache.at(tmp_path / "b", "replay"), lambda uri: Unreachable(uri, log))
+    assert replay.describe(Variant("m", "x:m"))["model"] == "x:m"
+    assert log == [("ensure", "x:m")]  # the replay asked no server
+
+
+def test_a_warm_up_that_fails_every_attempt_says_so_on_the_trial_and_is_not_repeated(cache, log):
+    from ragqual.errors import ModelCallFailed
+
+    s = TrialServices(cache, lambda uri: Unreachable(uri, log))
+    v = Variant("m", "x:m")
+    with pytest.raises(ModelCallFailed, match=r"^the warm-up call failed: http://h/v1 failed on 'm' after 3") as failed:
+        s.call(v, REQUEST, 0)
+    assert (failed.value.reason, failed.value.attempts) == ("transport", 3)
+    s.call(v, REQUEST, 1)  # the next trial calls the model without a second warm-up
+    assert s.warm_ups == 1 and log == [("chat", "x:m", "hello")]

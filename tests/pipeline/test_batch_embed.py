@@ -73,18 +73,19 @@ def test_a_large_list_is_kept_as_one_entry_and_read_back_whole(tmp_path, monkeyp
     assert np.array_equal(reordered, expected[::-1]) and cached.inner.calls == []
 
 
-def test_a_damaged_whole_entry_is_a_miss_with_a_warning(tmp_path, monkeypatch):
+def test_a_damaged_whole_entry_is_a_counted_miss(tmp_path, monkeypatch):
     import ragqual.pipeline.batch_embed as batch_embed
+    from ragqual.adapters.cache import CacheNotes
 
     monkeypatch.setattr(batch_embed, "MATRIX_MIN", 5)
-    cached = CachedEmbedder(CountingEmbedder(), tmp_path / "cache")
+    said: list[str] = []
+    cached = CachedEmbedder(CountingEmbedder(), tmp_path / "cache", CacheNotes(said.append))
     expected = embed_in_batches(TEXTS, cached, progress=False)
     cached.cache.set(cached._matrix_key(TEXTS), b"\x00" * 12)
-    with pytest.warns(RuntimeWarning, match="wrong size"):
-        vectors = embed_in_batches(TEXTS, cached, progress=False)
+    vectors = embed_in_batches(TEXTS, cached, progress=False)
     assert np.array_equal(vectors, expected)  # from the per-text entries
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the entry was rewritten: no warning the next time
-        assert np.array_equal(embed_in_batches(TEXTS, cached, progress=False), expected)
+    assert cached.notes.count("embedding-cache", tmp_path / "cache") == 1
+    assert np.array_equal(embed_in_batches(TEXTS, cached, progress=False), expected)
+    assert cached.notes.count("embedding-cache", tmp_path / "cache") == 1  # the entry was rewritten
+    cached.notes.flush()
+    assert len(said) == 1 and f"12 bytes for {len(TEXTS)} vectors" in said[0]

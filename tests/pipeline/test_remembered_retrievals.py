@@ -167,13 +167,15 @@ def test_the_same_corpus_in_another_folder_is_searched_again_and_the_leak_guard_
     assert elsewhere.recalled == 0
 
 
-def test_a_damaged_entry_is_a_warned_miss(corpus, memo):
+def test_a_damaged_entry_is_a_counted_miss(corpus, memo):
     key = remembered_once(corpus, memo)
     memo.put(key, {"query": QUERIES[0], "ids": ["d0#0"], "scores": [], "similarities": [], "sources": []})
     second, index = build(corpus, memo)
-    with pytest.warns(RuntimeWarning, match="unexpected shape"):
-        got = second.retrieve(QUERIES[0], CONFIGS[0])
+    got = second.retrieve(QUERIES[0], CONFIGS[0])
     assert second.recalled == 0 and index.searches == 1 and len(got.candidates) == 4
+    assert memo.notes.count("search-cache", memo.directory) == 1
+    with pytest.warns(RuntimeWarning, match="1 search-cache entry .* unexpected shape"):
+        memo.close()
 
 
 @pytest.mark.parametrize("damage", [

@@ -27,6 +27,15 @@ def test_other_errors_are_not_storage_faults():
     assert translate(ValueError("malformed response from the model"), None) is None
 
 
+def test_a_raw_driver_or_os_error_of_unknown_origin_is_not_blamed_on_the_history():
+    """The CLI's last resort translates without a URL: a cache folder's own sqlite3 or OS error
+    (read-only, not a folder) is not the history's; the history's errors come through SQLAlchemy."""
+    assert translate(sqlite3.OperationalError("unable to open database file"), None) is None
+    assert translate(OSError(30, "Read-only file system"), None) is None
+    assert isinstance(translate(_op("unable to open database file"), None), StorageFault)
+    assert isinstance(translate(sqlite3.OperationalError("unable to open database file"), "sqlite:////d/e.db"), StorageFault)
+
+
 def test_a_password_in_a_server_url_is_not_shown():
     class DiskFull(Exception):
         sqlstate = "53100"

@@ -12,6 +12,11 @@ for the n-th request (1-based, counting every request, warm-up included):
     "drip"          a normal reply sent one byte every `drip_seconds`
     "null_content"  a chat completion whose message content is null
     "huge"          a normal reply whose text is `huge_chars` characters long
+    "echo_auth_500" HTTP 500 whose JSON error message repeats the request's Authorization header
+    "echo_auth"     a normal reply whose text repeats the request's Authorization header
+
+`fault_for(n, body)`, when given, is asked instead of `faults(n)` with the request's JSON body
+(to fault, say, only the warm-up requests). GET /v1/models lists one model, never faulted.
 
 Every request is one connection (HTTP/1.0). `server.requests` counts requests, `server.served`
 lists what each one got, and `server.dripped` how many bytes drip replies sent before the
@@ -30,7 +35,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Schedule = Callable[[int], str | None]
-FAULTS = ("drop", "reset", "hang", "drip", "null_content", "huge")
+FAULTS = ("drop", "reset", "hang", "drip", "null_content", "huge", "echo_auth_500", "echo_auth")
+WARM_UP_TEXT = "Reply with the single word: ready."
+
+
+def is_warm_up(body: dict[str, Any]) -> bool:
+    return any(m.get("content") == WARM_UP_TEXT for m in body.get("messages", []))
 
 
 def every(n: int, fault: str) -> Schedule:
@@ -55,8 +65,11 @@ def completion(text: str | None) -> dict[str, Any]:
 
 class FakeOpenAI:
     def __init__(self, faults: Schedule | None = None, *, drip_seconds: float = 0.2, huge_chars: int = 10_000_000,
-                 reply: Callable[[dict[str, Any]], str] | None = None):
+                 reply: Callable[[dict[str, Any]], str] | None = None,
+                 fault_for: Callable[[int, dict[str, Any]], str | None] | None = None):
         self.faults = faults or (lambda i: None)
+        self.fault_for = fault_for
+        self.gets = 0
         self.drip_seconds, self.huge_chars = drip_seconds, huge_chars
         self.reply = reply or _echo
         self.requests = 0
@@ -87,11 +100,11 @@ class FakeOpenAI:
         self.httpd.server_close()
         self.thread.join(timeout=5)
 
-    def take(self) -> str | None:
+    def take(self, body: dict[str, Any]) -> str | None:
         with self.lock:
             self.requests += 1
             self.arrivals.append(time.monotonic())
-            fault = self.faults(self.requests)
+            fault = self.fault_for(self.requests, body) if self.fault_for else self.faults(self.requests)
             self.served.append(fault or "ok")
             return fault
 
@@ -109,11 +122,13 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
+            with fake.lock:
+                fake.gets += 1
             self._send(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            fault = fake.take()
+            fault = fake.take(body)
             try:
                 self._serve(fault, body)
             except (BrokenPipeError, ConnectionResetError):
@@ -126,6 +141,15 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return
             if fault == "hang":
                 fake.stopping.wait(60)
+                return
+            auth = self.headers.get("Authorization", "")
+            if fault == "echo_auth_500":
+                self._send(500, json.dumps({"error": {"message": f"upstream refused the request; it carried "
+                                                                 f"Authorization: {auth}"}}).encode())
+                return
+            if fault == "echo_auth":
+                data = json.dumps(completion(f"your request carried Authorization: {auth}")).encode()
+                self._send(200, data)
                 return
             text = None if fault == "null_content" else ("x" * fake.huge_chars if fault == "huge" else fake.reply(body))
             data = json.dumps(completion(text)).encode()

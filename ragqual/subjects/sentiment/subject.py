@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ragqual.vocab import ChatRequest
+from ragqual.core.answer_patterns import THINK_BLOCK_PATTERN
 from ragqual.engine.cases import Case, discover_cases
 from ragqual.engine.subject import Subject, SubjectResult, Variant, reply_text
 from ragqual.subjects.sentiment import cases as case_package
@@ -32,7 +33,7 @@ NEGATIVE_WORDS = frozenset({
     "disappointed", "rude", "waste", "late",
 })
 _LABEL = re.compile(r"\b(positive|negative|neutral)\b", re.IGNORECASE)
-_THINK = re.compile(r"<think>.*?(</think>|$)", re.IGNORECASE | re.DOTALL)
+_THINK = re.compile(THINK_BLOCK_PATTERN, re.IGNORECASE | re.DOTALL)
 
 
 def keyword_label(sentence: str) -> str:

@@ -1,0 +1,78 @@
+"""The numbers grammar of groundedness: how a figure written with digits is read from text.
+
+One grammar, used for the answer and the context alike (README, "The numbers grammar of
+groundedness"). A figure is a signed number or an ISO date:
+
+- A number's digits start where no letter, digit or point stands right before them: "120mg" is
+  120 and "TR-88" is 88, while "H2O" and "A15" hold no number.
+- Thousands: a comma followed by exactly three digits groups thousands ("1,000" = 1000,
+  "1,000,000"); any other comma separates two numbers ("10,20" = 10 and 20, "3,5" = 3 and 5).
+- Decimals: a point followed by digits is the decimal point ("3.5", "2.50" = 2.5). The text is
+  read as English, so "1.000" is the decimal 1.0, never a thousand.
+- Digits joined by two or more points ("1.2.3", "192.168.0.1", "1.000.000") are a version or an
+  address: no figure at all.
+- Signs: a '-' or a minus sign '−' (U+2212) right before the digits is a minus when it begins a
+  word: at the start of the text, or after whitespace, an opening bracket or quote, one of
+  `= < > ≤ ≥ ~ ≈ : ;`, or another dash ("at -15 C", "(−15)", "from -20 to -15"). After a letter, a
+  digit or any other character it is a hyphen or a range dash ("COVID-19" = 19, "10-15" = 10 and
+  15). An en dash '–' is never a minus. '+' and '±' are not part of a number.
+- Ranges: "10–15", "10-15" and "10 to 15" are the two numbers 10 and 15.
+- Dates: YYYY-MM-DD is one date ("2024-05-01" is neither 2024 nor -5 nor -1), equal only to the
+  same date written the same way.
+- Units are not part of a figure: "15%", "15 %", "15 percent" and "15 °C" are all the number 15.
+  Numbers spelled out in words are not read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regex
+
+GRAMMAR_VERSION = 2
+"""1: unsigned numbers, dates read as three numbers. 2: the grammar above."""
+
+MINUS_SIGNS = "-\u2212"
+# What may stand right before a minus sign (or nothing: the start of the text).
+_MINUS_MAY_FOLLOW = "\\s(\\[{\"'\u201c\u2018\u00ab<>\u2264\u2265=~\u2248:;\\-\u2212\u2013\u2014"
+
+_FIGURE = regex.compile(
+    r"(?<![\w.])(?P<date>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))(?!\d)"
+    r"|(?<![\w.])(?P<dotted>\d+(?:\.\d+){2,})"
+    r"|(?:(?<![^" + _MINUS_MAY_FOLLOW + r"])(?P<sign>[" + MINUS_SIGNS + r"]))?"
+    r"(?<![\w.])(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<frac>\.\d+)?"
+)
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+
+    @property
+    def magnitude(self) -> float:
+        return abs(self.value)
+
+
+@dataclass(frozen=True)
+class Date:
+    iso: str  # YYYY-MM-DD as written
+
+
+Figure = Number | Date
+
+
+def read_figures(text: str) -> list[Figure]:
+    """Every figure in `text`, in order of appearance (a version or address gives none)."""
+    found: list[Figure] = []
+    for m in _FIGURE.finditer(text):
+        if m.group("date"):
+            found.append(Date(m.group("date")))
+        elif m.group("int"):
+            sign = "-" if m.group("sign") else ""
+            found.append(Number(float(sign + m.group("int").replace(",", "") + (m.group("frac") or ""))))
+    return found
+
+
+def read_numbers(text: str) -> set[float]:
+    """The distinct values of the numbers in `text` (dates left out)."""
+    return {f.value for f in read_figures(text) if isinstance(f, Number)}
