@@ -191,5 +191,7 @@ def adopt_cmd(app: AppContext, base: str, candidates: tuple[str, ...], source: s
     if allow_incomplete:
         table["incomplete"] = [_incomplete_of(app, name) for name in table["name"]]
     fmt = output_format(fmt, app.as_json)
+    if fmt == "table":  # each reason is printed in full below the table
+        table = table.drop(columns="reason")
     notes = [] if fmt == "json" else [verdict.sentence, *(f"{n}: {o.reason}" for n, o in verdict.outcomes.items())]
     emit_document("adoption rule", header, [("candidates", table)], fmt, notes)
