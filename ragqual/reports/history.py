@@ -88,14 +88,17 @@ def with_intervals(rows: pd.DataFrame, widths: pd.DataFrame) -> pd.DataFrame:
     return out.assign(low=out["value"] - out["halfwidth"], high=out["value"] + out["halfwidth"])
 
 
-def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> alt.LayerChart | alt.FacetChart:
+def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str],
+                 series: Sequence[str] = ()) -> alt.LayerChart | alt.FacetChart:
+    """`series`: every colour of the page, so a run name keeps its colour from chart to chart."""
     data = alt.Data(values=page.records(rows[["run", "group", "series", "fingerprint", "value", "low", "high"]]))
     base = alt.Chart(data).encode(
         x=alt.X("run:N", sort=list(order), title="run (id, git sha, date)", axis=alt.Axis(labelAngle=-40)),
         y=alt.Y("value:Q", title=metric, scale=alt.Scale(zero=False)),
     )
     line = base.mark_line(color="#b8c2cc", strokeWidth=1).encode(detail="group:N")
-    colour = alt.Color("series:N", title=SERIES_TITLE, legend=alt.Legend(orient="bottom", columns=4, labelLimit=220))
+    colour = alt.Color("series:N", title=SERIES_TITLE, legend=alt.Legend(orient="bottom", columns=4, labelLimit=220),
+                       scale=alt.Scale(domain=list(series)) if series else alt.Undefined)
     bars = base.mark_rule(strokeWidth=1.5).encode(y="low:Q", y2="high:Q", color=colour)
     points = base.mark_point(filled=True, size=70).encode(
         color=colour, shape=alt.Shape("group:N", title="group", legend=alt.Legend(orient="bottom", columns=4)),
@@ -113,13 +116,14 @@ def history_page(frame: pd.DataFrame, display: pd.DataFrame, widths: pd.DataFram
     empty = pd.DataFrame(columns=["run_id", "group", "metric", "halfwidth"])
     rows = with_intervals(rows, empty if widths is None else widths)
     order = list(dict.fromkeys(rows.sort_values("run_id", kind="stable")["run"]))
+    series = list(dict.fromkeys(rows.sort_values("run_id", kind="stable")["series"]))
     parts = [page.note(f"{frame['run_id'].nunique()} run(s), oldest first. Colour: the run's name, or its kind when it "
                        "has none; the corpus fingerprint is in each point's tooltip and the table (values on "
                        "different corpora measure different things). Vertical "
                        "bars: 95% interval of each mean over its questions (normal approximation, each question's "
                        "repeats averaged first); none where a group has fewer than two questions.")]
     for i, metric in enumerate(dict.fromkeys(rows["metric"])):
-        parts.append(page.chart(f"history-{i}", metric_chart(rows[rows["metric"] == metric], metric, order)))
+        parts.append(page.chart(f"history-{i}", metric_chart(rows[rows["metric"] == metric], metric, order, series)))
     if rows.empty:
         parts.append(page.note("no metric values to plot yet"))
     parts.append(page.section("runs", page.table(display)))

@@ -125,14 +125,18 @@ def hit_bins(engine: Engine, run_id: int, bins: int = DEFAULT_BINS) -> pd.DataFr
 
 
 CUT_STRATEGY = "dense"  # the only score --threshold compares with
+CUT_NAMES = (CUT_STRATEGY, "dense-only")  # the strategy, and the ablation's stage that runs it alone
+OWN_SCALE_NAMES = ("bm25", "hybrid", "bm25-only")
 
 
 def score_title(strategy: str) -> str:
-    """A panel's axis title: the dense cosine is what --threshold cuts; any other strategy's score is
-    on its own scale, which no threshold reads."""
-    if strategy == CUT_STRATEGY:
-        return "dense: cosine similarity of the hit (the score --threshold cuts)"
-    return f"{strategy}: its own score scale (not cosine; --threshold does not apply to it)"
+    """A panel's axis title: the dense cosine is what --threshold cuts; BM25 and fused scores are
+    each on their own scale, which no threshold reads."""
+    if strategy in CUT_NAMES:
+        return f"{strategy}: cosine similarity of the hit (the score --threshold cuts)"
+    if strategy in OWN_SCALE_NAMES:
+        return f"{strategy}: its own score scale (not cosine; --threshold does not apply to it)"
+    return f"{strategy}: score of the hit (cosine only when this configuration is dense; --threshold cuts dense cosine)"
 
 
 def similarity_histograms(bins: pd.DataFrame) -> alt.VConcatChart:
@@ -148,7 +152,7 @@ def similarity_histograms(bins: pd.DataFrame) -> alt.VConcatChart:
                      alt.Tooltip("start:Q", title="score from", format=SCORE_D3),
                      alt.Tooltip("end:Q", title="score to", format=SCORE_D3)],
         ).properties(width=700, height=130)
-        for strategy in sorted(dict.fromkeys(bins["strategy"]), key=lambda name: name != CUT_STRATEGY)
+        for strategy in sorted(dict.fromkeys(bins["strategy"]), key=lambda name: name not in CUT_NAMES)
     ]
     return alt.vconcat(*panels)
 
