@@ -159,7 +159,7 @@ def test_the_history_interval_is_z_sd_over_root_n_of_the_question_means():
 def test_the_history_page_draws_an_interval_around_each_mean(reports):
     text = reports.pages["history"].read_text(encoding="utf-8")
     points = re.findall(r'"fingerprint":"[0-9a-f]{12}","group":"[^"]+","high":([-\d.e]+|null),"low":([-\d.e]+|null),'
-                        r'"run":"[^"]+","value":([-\d.e]+)', text)
+                        r'"run":"[^"]+","series":"[^"]+","value":([-\d.e]+)', text)
     assert points and any(h != "null" for h, _, _ in points)
     for high, low, value in points:
         if high != "null":
