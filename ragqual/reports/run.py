@@ -319,7 +319,7 @@ def whatif_frame(result: VariantWhatif) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["threshold", "measure", "value"]).dropna(subset=["value"])
 
 
-def whatif_chart(result: VariantWhatif) -> alt.LayerChart:
+def whatif_chart(result: VariantWhatif) -> alt.LayerChart | alt.FacetChart:
     frame = whatif_frame(result)
     measures = [result.objective, *WHATIF_MEASURES]
     colour = alt.Color("measure:N", sort=measures, title="measure",
@@ -397,7 +397,7 @@ def ablation_table(table: pd.DataFrame) -> pd.DataFrame:
     for metric in [m for m in gated_names() if m in out.columns]:
         delta = [None if name == ABLATION_FULL or pd.isna(v) or pd.isna(full[metric]) else float(v - full[metric])
                  for name, v in zip(out["strategy"], out[metric])]
-        out.insert(out.columns.get_loc(metric) + 1, f"Δ {metric}", delta)
+        out.insert(list(out.columns).index(metric) + 1, f"Δ {metric}", delta)
     return out
 
 
