@@ -76,6 +76,13 @@ def with_unsealed(frame: pd.DataFrame, counts: dict[int, dict[str, int]]) -> pd.
     return frame.assign(unsealed_rows=[sum(counts.get(int(r), {}).values()) for r in frame["run_id"]])
 
 
+def run_names(app: AppContext, frame: pd.DataFrame) -> dict[int, str]:
+    """Run id -> the name the run was given (`params["name"]`), for the runs that have one."""
+    store = app.store(auto_create=False)
+    params = {int(r): store.get_run(int(r)).params for r in frame["run_id"].unique().tolist()}
+    return {r: str(p["name"]) for r, p in params.items() if isinstance(p, dict) and p.get("name")}
+
+
 def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     out["git_sha"] = out["git_sha"].map(lambda v: v[:10] if isinstance(v, str) else v)
@@ -136,7 +143,8 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         from ragqual.reports.history import history_page, intervals
 
         widths = intervals(engine, frame, scorer_name, scorer_version)
-        emit_page(history_page(frame, _for_display(frame), widths, header=history_head(engine)), output)
+        emit_page(history_page(frame, _for_display(frame), widths, header=history_head(engine),
+                               names=run_names(app, frame)), output)
         return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")
