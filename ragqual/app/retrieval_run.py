@@ -171,12 +171,19 @@ def _reuse(corpus: CorpusContext, retriever: Retriever) -> dict[str, int] | None
     return {"retrievals_reused": retriever.recalled, "dense_reused": cache.hits, "dense_searched": cache.misses}
 
 
+ABLATION_FULL = "full"
+# The stages in the order the pipeline runs them: the query's acronyms expanded, dense and BM25
+# retrieval fused, the fused list reranked. An ablation's tables list them in this order.
+ABLATION_ORDER = (ABLATION_FULL, "no-acronym-expansion", "dense-only", "bm25-only", "no-rerank")
+
+
 def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
-    """The full pipeline and each stage switched off in turn."""
-    configs = {"full": base, "no-acronym-expansion": base.with_(expand_acronyms=False), "no-rerank": base.with_(rerank=False)}
+    """The full pipeline and each stage switched off in turn, in the order the pipeline runs them."""
+    configs = {ABLATION_FULL: base, "no-acronym-expansion": base.with_(expand_acronyms=False)}
     if base.strategy == "hybrid":
         configs["dense-only"] = base.with_(strategy="dense")
         configs["bm25-only"] = base.with_(strategy="bm25")
+    configs["no-rerank"] = base.with_(rerank=False)
     return configs
 
 

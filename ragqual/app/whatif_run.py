@@ -158,3 +158,20 @@ def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusCo
         return {}
     return {v.variant: "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on))
             for v in results if v.variant in wanted}
+
+
+@dataclass(frozen=True)
+class PageWhatif:
+    """What a run page draws of `whatif`: the curves over `ADVICE_THRESHOLDS`, or why there are none."""
+
+    results: list[VariantWhatif]
+    skipped: str | None  # the reason no curve is drawn (no candidates stored, another corpus...)
+
+
+def page_whatif(app: AppContext, run_id: int, opts: CorpusOptions | None = None) -> PageWhatif:
+    """The whatif curve of a generation run, computed when its page is built from the candidates its
+    e2e trials stored; skipped, with the reason, when there are none or the corpus is another."""
+    try:
+        return PageWhatif(run_whatif(app, run_id, opts or CorpusOptions(), ADVICE_THRESHOLDS, None), None)
+    except InputError as e:
+        return PageWhatif([], str(e))

@@ -25,8 +25,10 @@ from ragqual.pipeline.report import quality_markdown
 EVAL_DEFAULTS = EvalOptions()
 
 
-def write_eval_page(app: AppContext, retrieval_run: int, generation_run: int, verdict: str, out_dir: Path) -> Path:
+def write_eval_page(app: AppContext, retrieval_run: int, generation_run: int, verdict: str, out_dir: Path,
+                    corpus_opts: CorpusOptions | None = None) -> Path:
     """eval-runN.html beside the markdown: both tiers' runs as one self-contained page."""
+    from ragqual.app.whatif_run import page_whatif
     from ragqual.reports.page import write_page
     from ragqual.reports.run import eval_page
 
@@ -34,7 +36,7 @@ def write_eval_page(app: AppContext, retrieval_run: int, generation_run: int, ve
     tiers = [(label, info, report.header, report.sections)
              for label, (info, report) in zip(("retrieval tier", "generation tier"), reports)]
     path = out_dir / f"eval-run{generation_run}.html"
-    write_page(eval_page(engine, tiers, verdict), path)
+    write_page(eval_page(engine, tiers, verdict, page_whatif(app, generation_run, corpus_opts)), path)
     return path
 
 
@@ -83,7 +85,7 @@ def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"eval-run{generation.run_id}.md"
     path.write_text(report, encoding="utf-8")
-    html_path = write_eval_page(app, retrieval.run_id, generation.run_id, decomposition, out_dir)
+    html_path = write_eval_page(app, retrieval.run_id, generation.run_id, decomposition, out_dir, corpus_opts)
     elapsed = elapsed_since_start()  # from the process's start, start-up and imports included
     if app.as_json:
         click.echo(json.dumps({"retrieval_run": retrieval.run_id, "generation_run": generation.run_id,

@@ -100,6 +100,11 @@ def with_unsealed(frame: pd.DataFrame, counts: dict[int, dict[str, int]]) -> pd.
     return frame.assign(unsealed_rows=[sum(counts.get(int(r), {}).values()) for r in frame["run_id"]])
 
 
+def run_names(frame: pd.DataFrame) -> dict[int, str]:
+    """Run id -> the name the run was given (`--name`, `params["name"]`), for the runs that have one."""
+    return {int(r): str(n) for r, n in zip(frame["run_id"], frame["name"]) if isinstance(n, str) and n}
+
+
 def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.drop(columns=["changed", "previous_run"]).rename(columns={SHORT_CHANGED: "changed"})
     out["tags"] = out["tags"].map(lambda t: RunLabel.from_params({"tags": t}).tag_text() or None)
@@ -171,7 +176,8 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
 
         widths = intervals(engine, frame, scorer_name, scorer_version)
         plotted = frame.drop(columns=[*LABEL_COLUMNS, SHORT_CHANGED])
-        emit_page(history_page(plotted, _for_display(frame), widths, header=history_head(engine)), output)
+        emit_page(history_page(plotted, _for_display(frame), widths, header=history_head(engine),
+                               names=run_names(frame)), output)
         return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")

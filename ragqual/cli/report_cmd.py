@@ -77,10 +77,12 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
         return
     report = build_report(app.history(), info, by, scorer_name, scorer_version)
     if fmt == "html":
+        from ragqual.app.whatif_run import page_whatif
         from ragqual.reports.run import run_page
 
         engine = app.history()
+        whatif = page_whatif(app, info.id) if info.kind == "generation" else None
         emit_page(run_page(engine, info, report.title, report.header, report.sections, report.notes,
-                           _verdict_words(engine, info)), output)
+                           _verdict_words(engine, info), whatif), output)
         return
     emit_document(report.title, report.header, report.sections, output_format(fmt, app.as_json), report.notes)

@@ -4,7 +4,7 @@ quantity, and one sign for a missing value.
     quantity                         unit shown                         example
     rates and metrics (pass rate,    a fraction with 3 decimals         0.836 (never 83.6 %)
       cache-hit rate, score, recall)
-    deltas of those                  signed fraction, 3 decimals        -0.041
+    deltas of those (a `Δ ` column)  signed fraction, 3 decimals        -0.041
     p-values                         4 decimals (p = alpha must stay    0.0312
                                      readable next to alpha)
     latencies (*_ms, *Ms columns)    milliseconds, 1 decimal            12.3
@@ -51,8 +51,10 @@ def is_missing(value: Any) -> bool:
 
 
 def unit_of(column: str) -> str:
-    """The unit of a column by its name: rate, p, ms, cost or count."""
+    """The unit of a column by its name: rate, delta, p, ms, cost or count."""
     name = column.strip()
+    if name.startswith("Δ "):
+        return "delta"
     if name in P_COLUMNS:
         return "p"
     if name.endswith(("_ms", "Ms", " ms")):
@@ -88,6 +90,8 @@ def fmt_value(value: Any, column: str = "") -> str:
     unit = unit_of(column)
     if unit == "count":
         return str(int(round(value)))
+    if unit == "delta":
+        return fmt_delta(value)
     if isinstance(value, int):
         return str(value)
     digits = {"p": P_DIGITS, "ms": MS_DIGITS, "cost": COST_DIGITS}.get(unit, RATE_DIGITS)

@@ -1,4 +1,5 @@
-"""The history page: each headline metric across runs, points coloured by corpus fingerprint."""
+"""The history page: each headline metric across runs, points coloured by the run's name (or its kind
+when it has none), the corpus fingerprint in the tooltip."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from ragqual.core.stats import question_mean_halfwidth
 from ragqual.reports import page
 from ragqual.store.queries import metric_frame, trial_frame
 
-FIXED = ("run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty", "corpus_fingerprint", "group")
+SERIES_TITLE = "run name (or kind)"
+FIXED = ("run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty", "corpus_fingerprint", "group",
+         "name")
 
 
 def run_label(run_id: int, git_sha: object, started_at: object) -> str:
@@ -24,14 +27,24 @@ def run_label(run_id: int, git_sha: object, started_at: object) -> str:
     return f"#{run_id} {sha} {str(started_at)[:10]}"
 
 
-def long_frame(frame: pd.DataFrame) -> pd.DataFrame:
+def series_of(run_id: int, kind: object, names: Mapping[int, str]) -> str:
+    """What a point's colour says: the run's name when it was given one (`--name`), else its kind."""
+    name = names.get(int(run_id))
+    return str(name) if name else str(kind)
+
+
+def long_frame(frame: pd.DataFrame, names: Mapping[int, str] | None = None) -> pd.DataFrame:
     """One row per run, group and metric with a value: what the charts plot."""
     metrics = [c for c in frame.columns if c not in FIXED]
+    if names is None and "name" in frame.columns:
+        names = {int(r): str(n) for r, n in zip(frame["run_id"], frame["name"]) if isinstance(n, str) and n}
     out = frame.assign(
         run=[run_label(r, s, t) for r, s, t in zip(frame["run_id"], frame["git_sha"], frame["started_at"])],
         fingerprint=frame["corpus_fingerprint"].map(lambda v: v[:12] if isinstance(v, str) and v else "(none)"),
+        series=[series_of(r, k, names or {}) for r, k in zip(frame["run_id"], frame["kind"])],
     )
-    out = out.melt(id_vars=["run_id", "run", "fingerprint", "group"], value_vars=metrics, var_name="metric")
+    out = out.melt(id_vars=["run_id", "run", "fingerprint", "series", "group"], value_vars=metrics,
+                   var_name="metric")
     out = out.astype({"value": float})
     return out.dropna(subset=["value"]).sort_values(["metric", "run_id", "group"], kind="stable")
 
@@ -76,38 +89,46 @@ def with_intervals(rows: pd.DataFrame, widths: pd.DataFrame) -> pd.DataFrame:
     return out.assign(low=out["value"] - out["halfwidth"], high=out["value"] + out["halfwidth"])
 
 
-def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str]) -> alt.LayerChart | alt.FacetChart:
-    data = alt.Data(values=page.records(rows[["run", "group", "fingerprint", "value", "low", "high"]]))
+def metric_chart(rows: pd.DataFrame, metric: str, order: Sequence[str],
+                 series: Sequence[str] = ()) -> alt.LayerChart | alt.FacetChart:
+    """`series`: every colour of the page, so a run name keeps its colour from chart to chart."""
+    data = alt.Data(values=page.records(rows[["run", "group", "series", "fingerprint", "value", "low", "high"]]))
     base = alt.Chart(data).encode(
         x=alt.X("run:N", sort=list(order), title="run (id, git sha, date)", axis=alt.Axis(labelAngle=-40)),
         y=alt.Y("value:Q", title=metric, scale=alt.Scale(zero=False)),
     )
     line = base.mark_line(color="#b8c2cc", strokeWidth=1).encode(detail="group:N")
-    bars = base.mark_rule(strokeWidth=1.5).encode(
-        y="low:Q", y2="high:Q", color=alt.Color("fingerprint:N", title="corpus fingerprint"))
+    colour = alt.Color("series:N", title=SERIES_TITLE, legend=alt.Legend(orient="bottom", columns=4, labelLimit=220),
+                       scale=alt.Scale(domain=list(series)) if series else alt.Undefined)
+    bars = base.mark_rule(strokeWidth=1.5).encode(y="low:Q", y2="high:Q", color=colour)
     points = base.mark_point(filled=True, size=70).encode(
-        color=alt.Color("fingerprint:N", title="corpus fingerprint"), shape=alt.Shape("group:N", title="group"),
-        tooltip=["run:N", "group:N", "fingerprint:N", alt.Tooltip("value:Q", format=display.RATE_D3),
+        color=colour, shape=alt.Shape("group:N", title="group", legend=alt.Legend(orient="bottom", columns=4)),
+        tooltip=["run:N", alt.Tooltip("series:N", title=SERIES_TITLE), "group:N",
+                 alt.Tooltip("fingerprint:N", title="corpus fingerprint"), alt.Tooltip("value:Q", format=display.RATE_D3),
                  alt.Tooltip("low:Q", format=display.RATE_D3), alt.Tooltip("high:Q", format=display.RATE_D3)])
     return alt.layer(line, bars, points).properties(title=metric, width=760, height=190)
 
 
 def history_page(frame: pd.DataFrame, display: pd.DataFrame, widths: pd.DataFrame | None = None,
-                 title: str = "ragqual history", header: Mapping[str, Any] | None = None) -> str:
+                 title: str = "ragqual history", header: Mapping[str, Any] | None = None,
+                 names: Mapping[int, str] | None = None) -> str:
     """`frame`: history_frame's rows (oldest first); `display`: the same rows as the table shows them;
-    `widths`: `intervals(...)` (none drawn without it); `header`: shown first (the history head)."""
-    rows = long_frame(frame)
+    `widths`: `intervals(...)` (none drawn without it); `header`: shown first (the history head);
+    `names`: run id -> the name it was given."""
+    rows = long_frame(frame, names)
     empty = pd.DataFrame(columns=["run_id", "group", "metric", "halfwidth"])
     rows = with_intervals(rows, empty if widths is None else widths)
     order = list(dict.fromkeys(rows.sort_values("run_id", kind="stable")["run"]))
-    parts = [page.note(f"{frame['run_id'].nunique()} run(s), oldest first. A change of colour is a change of "
-                       "corpus (a re-baseline): values before and after it measure different corpora. Vertical "
+    series = list(dict.fromkeys(rows.sort_values("run_id", kind="stable")["series"]))
+    parts = [page.note(f"{frame['run_id'].nunique()} run(s), oldest first. Colour: the run's name, or its kind when it "
+                       "has none; the corpus fingerprint is in each point's tooltip and the table (values on "
+                       "different corpora measure different things). Vertical "
                        "bars: 95% interval of each mean over its questions (normal approximation, each question's "
                        "repeats averaged first); none where a group has fewer than two questions.")]
     if header:
         parts.insert(0, page.header_list(header))
     for i, metric in enumerate(dict.fromkeys(rows["metric"])):
-        parts.append(page.chart(f"history-{i}", metric_chart(rows[rows["metric"] == metric], metric, order)))
+        parts.append(page.chart(f"history-{i}", metric_chart(rows[rows["metric"] == metric], metric, order, series)))
     if rows.empty:
         parts.append(page.note("no metric values to plot yet"))
     parts.append(page.section("runs", page.table(display)))

@@ -19,6 +19,35 @@
       rows.forEach(function (r) { body.appendChild(r); });
     });
   });
+  // A long table grows with the page and shows PAGE rows at a time (of those the filter keeps),
+  // with a pager under it; without scripts every row shows.
+  var PAGE = 50;
+  function paginate(table) {
+    var rows = Array.prototype.slice.call(table.tBodies[0].rows), kept = rows.filter(function (r) { return !r.hidden; });
+    var pages = Math.max(1, Math.ceil(kept.length / PAGE)), page = Math.min(table._page || 0, pages - 1);
+    table._page = page;
+    rows.forEach(function (r) { r.classList.remove("paged-out"); });
+    kept.forEach(function (r, i) { if (Math.floor(i / PAGE) !== page) { r.classList.add("paged-out"); } });
+    var pager = table._pager;
+    if (!pager) { return; }
+    pager.hidden = kept.length <= PAGE;
+    pager.querySelector("span").textContent = kept.length ? "rows " + (page * PAGE + 1) + "-" +
+      Math.min(kept.length, (page + 1) * PAGE) + " of " + kept.length : "no rows";
+    pager.querySelector("[data-prev]").disabled = page === 0;
+    pager.querySelector("[data-next]").disabled = page >= pages - 1;
+  }
+  document.querySelectorAll(".tablewrap > table").forEach(function (table) {
+    if (table.tBodies[0].rows.length <= PAGE) { return; }
+    var pager = document.createElement("div");
+    pager.className = "pager";
+    pager.innerHTML = '<button type="button" data-prev>previous</button><button type="button" data-next>next</button><span></span>';
+    table.parentNode.parentNode.insertBefore(pager, table.parentNode.nextSibling);
+    table._pager = pager; table._page = 0;
+    pager.querySelector("[data-prev]").addEventListener("click", function () { table._page -= 1; paginate(table); });
+    pager.querySelector("[data-next]").addEventListener("click", function () { table._page += 1; paginate(table); });
+    table.addEventListener("click", function (e) { if (e.target.closest("th[data-sort]")) { paginate(table); } });
+    paginate(table);
+  });
   document.querySelectorAll("input[data-filter]").forEach(function (input) {
     var table = document.getElementById(input.getAttribute("data-filter"));
     var count = document.getElementById(input.getAttribute("data-filter") + "-count");
@@ -30,6 +59,7 @@
         row.hidden = !keep; if (keep) { shown += 1; }
       });
       if (count) { count.textContent = shown + " shown"; }
+      if (table._pager) { table._page = 0; paginate(table); }
     });
     // A link can carry a filter: page.html#filter=near-miss opens with those rows only.
     var given = /[#&]filter=([^&]*)/.exec(window.location.hash);

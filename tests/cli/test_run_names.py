@@ -118,6 +118,15 @@ def test_the_run_and_compare_pages_show_names_and_the_diff(runs):
     assert "e2e-k3" in compare_page and "e2e-k1" in compare_page and "retrieval.context_k: 3 -&gt; 1" in compare_page
 
 
+def test_the_history_page_colours_each_named_run_by_its_name(runs):
+    from tests.reports.pages import chart_spec, inline_records
+
+    result = invoke("history", "--limit", "0", "--format", "html")
+    assert result.exit_code == 0, result.output
+    series = {r["series"] for r in inline_records(chart_spec(result.stdout, "history-0"))}
+    assert series and series <= set(runs) | {"retrieval", "generation"}
+    assert series & set(runs)  # the names given with --name, not only the kinds
+
 def _run_count(workdir):
     with sqlite3.connect(_db(workdir)) as conn:
         return conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]

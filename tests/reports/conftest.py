@@ -35,10 +35,14 @@ def reports(workdir) -> Reports:  # noqa: F811
     done = json.loads(result.stdout.strip().splitlines()[-1])
     r, g = done["retrieval_run"], done["generation_run"]
     out = workdir / "eval-results" / "reports"
+    ablation = invoke("retrieval", "--ablate", "--limit", str(QUESTIONS))
+    assert ablation.exit_code == 0, ablation.output
     pages = {
         "eval": Path(done["html"]),
         "run-retrieval": write(["report", str(r)], out / "run-retrieval.html"),
         "run-generation": write(["report", str(g)], out / "run-generation.html"),
+        "ablation": write(["report", "--last"], out / "ablation.html"),
+        "failures": write(["report", str(g), "--failures"], out / "failures.html"),
         "compare": write(["compare", f"{r}:dense", f"{r}:hybrid", "--by-tag"], out / "compare.html"),
         "history": write(["history"], out / "history.html"),
         "matrix": write(["matrix", "--run", str(g)], out / "matrix.html"),

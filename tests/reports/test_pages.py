@@ -10,7 +10,7 @@ from tests.cli.conftest import invoke
 from tests.reports.conftest import QUESTIONS
 from tests.reports.pages import chart_spec, inline_records, resource_references, table_rows
 
-KINDS = ("eval", "run-retrieval", "run-generation", "compare", "history", "matrix")
+KINDS = ("eval", "run-retrieval", "run-generation", "ablation", "failures", "compare", "history", "matrix")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -62,9 +62,25 @@ def test_the_compare_page_names_the_verdict_and_every_metric_row(reports):
         assert f"dense->hybrid | {metric}" in rows
 
 
-def test_the_history_page_colours_by_corpus_fingerprint(reports):
-    text = reports.pages["history"].read_text(encoding="utf-8")
-    assert '"field":"fingerprint"' in text and "corpus fingerprint" in text
+def test_the_history_page_colours_by_run_name_or_kind_not_by_fingerprint(reports):
+    spec = chart_spec(reports.pages["history"].read_text(encoding="utf-8"), "history-0")
+    colours = {layer["encoding"]["color"]["field"] for layer in spec["layer"] if "field" in layer["encoding"].get("color", {})}
+    assert colours == {"series"}
+    series = {r["series"] for r in inline_records(spec)}
+    assert series and series <= {"retrieval", "generation"}  # the fixture's runs have no name: their kind
+    assert all(r["fingerprint"] for r in inline_records(spec))  # still told, in the tooltip
+
+
+def test_a_named_run_is_coloured_by_its_name():
+    import pandas as pd
+
+    from ragqual.reports.history import long_frame
+
+    frame = pd.DataFrame({"run_id": [1, 2], "kind": ["generation", "generation"], "subject": "rag",
+                          "started_at": "2026-01-01", "status": "finished", "git_sha": None, "git_dirty": None,
+                          "corpus_fingerprint": ["a" * 64, "a" * 64], "group": ["e2e", "e2e"], "pass": [0.5, 0.6]})
+    rows = long_frame(frame, {2: "chunks-128"})
+    assert list(rows["series"]) == ["generation", "chunks-128"]
 
 
 def test_output_file_needs_the_html_format(reports, tmp_path, capsys):
@@ -144,7 +160,7 @@ def test_the_history_interval_is_z_sd_over_root_n_of_the_question_means():
 def test_the_history_page_draws_an_interval_around_each_mean(reports):
     text = reports.pages["history"].read_text(encoding="utf-8")
     points = re.findall(r'"fingerprint":"[0-9a-f]{12}","group":"[^"]+","high":([-\d.e]+|null),"low":([-\d.e]+|null),'
-                        r'"run":"[^"]+","value":([-\d.e]+)', text)
+                        r'"run":"[^"]+","series":"[^"]+","value":([-\d.e]+)', text)
     assert points and any(h != "null" for h, _, _ in points)
     for high, low, value in points:
         if high != "null":
