@@ -41,8 +41,8 @@ BUNDLED_CANDIDATE_K = 20
 @dataclass(frozen=True)
 class RetrievalOptions:
     """What `ragqual retrieval` and `Project.retrieval()` accept; None means "the default for the
-    goldens' layout" (a BEIR/TREC collection runs at trec_eval's depth, stemmed, without the
-    bundled corpus's acronym expansion and rerank)."""
+    goldens' layout" (a BEIR/TREC collection runs at trec_eval's depth, stemmed, without acronym
+    expansion and rerank; acronyms are expanded only with a glossary named in [tool.ragqual])."""
 
     strategies: tuple[str, ...] = ()
     ablate: bool = False
@@ -224,7 +224,8 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
         params: dict[str, Any] = dict(
             threshold=options.threshold,
             candidate_k=options.candidate_k or (STANDARD_CANDIDATE_K if standard else BUNDLED_CANDIDATE_K),
-            context_k=options.context_k, rrf_k=options.rrf_k, expand_acronyms=_default(options.expand, not standard) and corpus.glossary is not None,
+            context_k=options.context_k, rrf_k=options.rrf_k,
+            expand_acronyms=_default(options.expand, not standard) and corpus.glossary is not None,
             rerank=_default(options.rerank, not standard))
         goldens = select(corpus.goldens, tags=list(options.tags) or None, split=options.split, limit=options.limit)
         if not goldens:
