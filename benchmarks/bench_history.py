@@ -37,6 +37,8 @@ from ragqual.cli.commands import COMMANDS
 from ragqual.cli.main import cli
 from ragqual.errors import RagqualError
 from ragqual.store import db
+from ragqual.store.models import SEALED_TABLES
+from ragqual.store.sealing import append_watermark
 from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord
 from ragqual.store.runstore import RunStore
 
@@ -182,9 +184,19 @@ def fill(path: Path, trials: int, per_run: int, retrieval_runs: int, text_chars:
     seconds = time.perf_counter() - start
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+    _mark_filled(path)
     print(file=sys.stderr)
     return {"trials": filler.trial_id, "seconds": seconds, "runs": ids, "per_run": per_run_actual,
             "metric_rows": filler.row_id}
+
+
+def _mark_filled(path: Path) -> None:
+    """The fill bypasses the run store, so no seal covers its rows and readers would leave them out:
+    one watermark seal marks them as written before sealing covered them (as a backfill would)."""
+    engine = db.make_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:
+        append_watermark(conn, SEALED_TABLES)
+    engine.dispose()
 
 
 def sample_appends(url: str, count: int) -> float:

@@ -20,7 +20,11 @@
     └── StorageFault             4  the history database failed (disk full, read-only, deleted or replaced)
 
     KeyboardInterrupt
-    └── RunInterrupted         130  Ctrl-C during a run: names the run and the command that resumes it
+    └── RunInterrupted         130  Ctrl-C (or SIGTERM) during a run: names the run and the command that resumes it
+
+    any other Exception         70  an internal error (a bug): one line naming the command and the file
+                                    holding the traceback (`-v` prints it); never 1, which a CI gate reads
+                                    as a regression (70 is EX_SOFTWARE of sysexits.h)
 
 Every exception class ragqual defines is in this tree, except internal signals that are raised
 and caught inside ragqual (tests/test_error_tree.py lists them with their reasons).
@@ -35,6 +39,8 @@ EXIT_GATE = 1
 EXIT_INPUT = 2
 EXIT_SERVICE = 3
 EXIT_STORAGE = 4
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
 
 
 class RagqualError(Exception):

@@ -62,3 +62,19 @@ def test_the_tree_in_errors_py_names_every_ragqual_error():
     members = sorted(cls.__name__ for cls in _exception_classes().values() if issubclass(cls, RagqualError))
     assert "ModelCallFailed" in members and "CircuitOpen" in members
     assert [name for name in members if name not in tree] == []
+
+
+def test_every_exit_code_is_documented_in_the_tree_the_cli_and_the_readme():
+    import re
+    from pathlib import Path
+
+    from ragqual.cli import main as cli_main
+
+    codes = {name: value for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    assert codes["EXIT_INTERNAL"] == 70 and codes["EXIT_INTERRUPTED"] == 130
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    paragraph = readme[readme.index("Exit codes:"):][:1200]
+    for name, value in codes.items():
+        assert value == 0 or re.search(rf"\s{value}\s", errors.__doc__ or ""), f"{name} missing from errors.py's tree"
+        assert re.search(rf"\b{value} ", cli_main.__doc__ or ""), f"{name} missing from cli/main.py's docstring"
+        assert f"`{value}`" in paragraph, f"{name} missing from the README's exit codes"

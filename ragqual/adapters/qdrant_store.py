@@ -454,14 +454,15 @@ class EvalIndex:
         """
         if not self.exists():
             return 0
-        ours = self.refuse_foreign_points()
+        ours = self.refuse_foreign_points(edited_means="they are deleted with the rest")
         for start in range(0, len(ours), UPSERT_BATCH):
             selector = models.PointIdsList(points=list(ours[start : start + UPSERT_BATCH]))
             self._call(self.client.delete, self.collection, points_selector=selector, wait=True)
         return len(ours)
 
-    def refuse_foreign_points(self) -> list[str]:
-        """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours."""
+    def refuse_foreign_points(self, edited_means: str = "they are rebuilt from the corpus") -> list[str]:
+        """The ids of ragqual's own tagged points; ForeignPoints when any tagged point is not ours.
+        Points of ours edited since ingest are warned about once, saying what the caller does with them."""
         ours: list[str] = []
         foreign: list[str] = []
         edited = 0
@@ -470,7 +471,7 @@ class EvalIndex:
             edited += is_owned(point.id, point.payload) and not is_intact(point.id, point.payload)
         if edited and not foreign:
             warnings.warn(f"{edited} of ragqual's eval point(s) in {self.collection!r} were edited after they were "
-                          f"ingested; they are rebuilt from the corpus", stacklevel=2)
+                          f"ingested; {edited_means}", stacklevel=2)
         if foreign:
             raise ForeignPoints(
                 f"Qdrant collection {self.collection!r} holds {len(foreign)} point(s) that carry ragqual's reserved "

@@ -34,7 +34,7 @@ import numpy as np
 from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.app.history_reads import history_head
-from ragqual.core import stats
+from ragqual.core import paramdiff, stats
 from ragqual.core.metric_names import FLIP_METRICS, is_binary, is_gated, is_informational, lower_is_better
 from ragqual.core.multiplicity import benjamini_hochberg, holm
 from ragqual.core.scoring import SCORER_NAME
@@ -63,6 +63,7 @@ class Options:
     resamples: int = DEFAULT_RESAMPLES
     cluster: str | None = None
     by_tag: bool = False
+    across_configs: bool = False  # pair runs of the same goldens over another corpus, chunking or embedder
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class Comparison:
     unstable: list[Unstable] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     history: dict[str, str] = field(default_factory=dict)  # the history head, when a side was read from it
+    differences: list[str] = field(default_factory=list)  # the two runs' settings that differ
 
     @property
     def regressions(self) -> list[MetricComparison]:
@@ -208,18 +210,44 @@ def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], RunSto
 
 # -- comparing -------------------------------------------------------------------------------------
 
-def check_comparable(base: Summary, new: Summary) -> None:
-    if base.corpus_fingerprint != new.corpus_fingerprint:
-        raise InputError(
-            f"refusing to compare: corpus fingerprints differ ({base.source}: {base.corpus_fingerprint}, "
-            f"{new.source}: {new.corpus_fingerprint}). The two measured different corpora, chunking or "
-            "embedders, so a difference would not be a regression. Re-baseline instead: "
-            "`ragqual baseline promote <run id>` on a run over the current corpus."
-        )
+# Provenance that differs between any two runs: not a setting.
+NOT_SETTINGS = frozenset({"run_id", "started_at", "ended_at", "status", "argv"})
+
+
+def check_comparable(base: Summary, new: Summary, across_configs: bool = False) -> None:
+    """Same kind always; the same corpus fingerprint unless `across_configs`, which pairs two
+    runs (never a baseline file) of the same goldens over another corpus, chunking or embedder."""
     if base.kind != new.kind:
         raise InputError(
             f"refusing to compare a {base.kind} summary ({base.source}) with a {new.kind} one ({new.source})"
         )
+    if base.corpus_fingerprint == new.corpus_fingerprint:
+        return
+    if not across_configs:
+        raise InputError(
+            f"refusing to compare: corpus fingerprints differ ({base.source}: {base.corpus_fingerprint}, "
+            f"{new.source}: {new.corpus_fingerprint}). The two measured different corpora, chunking or "
+            "embedders, so a difference would not be a regression. Re-baseline instead: "
+            "`ragqual baseline promote <run id>` on a run over the current corpus; or, to measure what a "
+            "change of corpus, chunking or embedder did, compare two runs with --across-configs."
+        )
+    if base.from_baseline_file or new.from_baseline_file:
+        raise InputError("--across-configs pairs two runs of the history: a baseline file is never compared with "
+                         "another corpus (re-baseline instead)")
+    if base.header.get("dataset_hash") != new.header.get("dataset_hash"):
+        raise InputError(
+            f"refusing to compare across configurations: the goldens differ ({base.source}: "
+            f"{str(base.header.get('dataset_hash'))[:12]}, {new.source}: {str(new.header.get('dataset_hash'))[:12]}); "
+            "--across-configs pairs runs of the same questions in the same versions"
+        )
+
+
+def setting_differences(base: Summary, new: Summary) -> list[str]:
+    """`key: base -> new` for each stored setting (and the corpus fingerprint) that differs; a
+    baseline file carries its run's settings in its header."""
+    a = {**(base.header.get("params") or {}), "corpus_fingerprint": (base.corpus_fingerprint or "-")[:12]}
+    b = {**(new.header.get("params") or {}), "corpus_fingerprint": (new.corpus_fingerprint or "-")[:12]}
+    return paramdiff.describe(paramdiff.differences(a, b, NOT_SETTINGS))
 
 
 def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np.random.Generator:
@@ -250,7 +278,7 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
             cases: Mapping[str, CaseInfo] | None = None) -> Comparison:
     """The whole comparison of NEW against BASE (see the module doc)."""
     _check_options(options)
-    check_comparable(base, new)
+    check_comparable(base, new, options.across_configs)
     cases = cases or {}
     notes = _group_notes(base, new)
     rows: list[MetricComparison] = []
@@ -276,7 +304,7 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
         notes.append("per-tag table: the questions' tags come from the history, and neither side is a run")
     rows = _judge(rows, holm, options, gate=True)
     return Comparison(base, new, options, rows, _judge(tag_rows, benjamini_hochberg, options, gate=False),
-                      flips, unstable, notes)
+                      flips, unstable, notes, differences=setting_differences(base, new))
 
 
 def _group_notes(base: Summary, new: Summary) -> list[str]:

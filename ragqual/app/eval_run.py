@@ -12,6 +12,7 @@ from ragqual.app.generation_run import (GenerationOptions, GenerationOutcome, Pr
                                         run_generation)
 from ragqual.app.retrieval_run import RetrievalOutcome, build_retriever, retrieval_configs, run_retrieval
 from ragqual.app.failures import run_gap_causes
+from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
 from ragqual.subjects.rag import MODES
 
@@ -34,6 +35,7 @@ class EvalOutcome:
     generation: GenerationOutcome
     causes: dict[str, CauseCount]
     corpus_fingerprint: str
+    advice: dict[str, str]
 
 
 def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, *,
@@ -57,5 +59,6 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
                                     options=sampling.sampling(), max_concurrency=options.max_concurrency,
                                     ollama_host=options.ollama_host, progress=progress)
         fingerprint = corpus.fingerprint
-    causes = run_gap_causes(app.store().engine, generation.run_id)
-    return EvalOutcome(retrieval, generation, causes, fingerprint)
+        causes = run_gap_causes(app.store().engine, generation.run_id)
+        advice = measured_advice(app, generation.run_id, corpus, causes)
+    return EvalOutcome(retrieval, generation, causes, fingerprint, advice)

@@ -89,12 +89,14 @@ def gap_causes(trials: Sequence[FailureTrial]) -> dict[str, CauseCount]:
             oracle_ok[key] = oracle_ok.get(key, True) and not failed(t)
     has_oracle = {t.variant for t in trials if t.mode == "oracle"}
     causes: dict[str, list[str]] = {}
+    questions: dict[str, list[str]] = {}
     for t in trials:
         if t.mode != "e2e" or t.variant not in has_oracle or not failed(t):
             continue
         if oracle_ok.get((t.variant, t.case_id)):
             causes.setdefault(t.variant, []).append(cause(t))
-    return {v: count_causes(causes.get(v, [])) for v in has_oracle}
+            questions.setdefault(t.variant, []).append(t.case_id)
+    return {v: count_causes(causes.get(v, []), questions.get(v, [])) for v in has_oracle}
 
 
 def run_gap_causes(engine: Engine, run_id: int) -> dict[str, CauseCount]:

@@ -98,6 +98,13 @@ def export_frames(app: AppContext, run_id: int) -> dict[str, Any]:
     return {"trials": export_trials(store.engine, run_id), "metric_values": export_metrics(store.engine, run_id)}
 
 
+def unsealed_rows(app: AppContext, run_ids: list[int]) -> dict[int, dict[str, int]]:
+    """run id -> {table: rows no seal covers}, for the runs that have any (readers left them out)."""
+    from ragqual.store.sealed_rows import unsealed_counts
+
+    return unsealed_counts(app.history(), run_ids)
+
+
 def read_published_head(path: Path) -> PublishedHead:
     """The history head a report, page or baseline file recorded (`--expect-from FILE`)."""
     try:

@@ -25,6 +25,7 @@ from ragqual.core.metric_names import display_order
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.records import RunInfo
+from ragqual.store.sealed_rows import unsealed_counts, unsealed_warning
 from ragqual.store.summaries import run_header
 
 UNTAGGED = "(untagged)"
@@ -65,12 +66,17 @@ def build_report(
     header = run_header(info) | history_head(engine)
     header["params"] = brief_params(info.params or {})
     title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
+    unsealed = unsealed_counts(engine, [info.id]).get(info.id)
+    notes = [unsealed_warning(info.id, unsealed)] if unsealed else []
+    if unsealed:
+        header["unsealed_rows"] = unsealed
     if trials.empty:
         questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
-        return Report(title, header, [("metrics", table)])
+        return Report(title, header, [("metrics", table)], notes)
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
-    return _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+    report = _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+    return Report(report.title, report.header, report.sections, [*report.notes, *notes])
 
 
 # -- retrieval --------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sql": ("ragqual.cli.sql_cmd", "sql_cmd"),
     "export": ("ragqual.cli.export_cmd", "export_cmd"),
     "verify": ("ragqual.cli.verify_cmd", "verify_cmd"),
+    "whatif": ("ragqual.cli.whatif_cmd", "whatif_cmd"),
 }
 
 # The first paragraph of each command's help, so `ragqual --help` lists the commands without importing
@@ -44,4 +45,5 @@ SUMMARIES: dict[str, str] = {
     "sql": "Run one read-only SQL statement on the history database and print its rows.",
     "export": "Write RUN_ID's trials and metric values as parquet or csv files.",
     "verify": "Recompute every seal of the history (or of RUN_IDs) and name each row that changed.",
+    "whatif": "Recompute RUN_ID's e2e contexts at other thresholds and context sizes from its stored candidates.",
 }

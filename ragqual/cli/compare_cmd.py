@@ -22,7 +22,7 @@ from ragqual.app.comparison import (
 )
 from ragqual.app.context import AppContext
 from ragqual.cli.compare_format import emit_comparison, verdict_line
-from ragqual.cli.output import check_output, format_option, output_format, output_option
+from ragqual.cli.output import check_output, format_option, output_format, output_option, warn_unsealed
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
@@ -58,17 +58,23 @@ from ragqual.errors import GateFailed
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")
 @click.option("--allow-incomplete", is_flag=True, help="Compare a run whose last event is not `finished` "
               "(every row then names it).")
+@click.option("--across-configs", is_flag=True,
+              help="Pair two runs of the same goldens although corpus, chunking, embedder or strategy differ, "
+                   "and print what differs (baseline files keep the fingerprint rule).")
 @format_option(html=True)
 @output_option()
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                fmt: str, output: str | None) -> None:
+                across_configs: bool, fmt: str, output: str | None) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
     check_output(fmt, output)
-    options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag)
+    options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
+                      across_configs)
     comparison = compare_sources(app, base, new, options, scorer_name, scorer_version, allow_incomplete)
+    warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
+                   if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
     emit_comparison(comparison, output_format(fmt, app.as_json), output)
     if comparison.regressions:
         raise GateFailed(verdict_line(comparison))

@@ -16,6 +16,7 @@ from ragqual.cli.output import emit_document, emit_page, markdown_table
 from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
 from ragqual.core.stats import too_few_to_detect
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
+from ragqual.store.sealed_rows import unsealed_warning
 from ragqual.store.summaries import Summary
 
 # The JSON object of a metric row, in this order (the issue's contract first).
@@ -36,7 +37,8 @@ def row_object(row: MetricComparison) -> dict[str, Any]:
 
 def _side(summary: Summary) -> dict[str, Any]:
     return {"source": summary.source, "run_id": summary.run_id, "kind": summary.kind, "tier": summary.tier,
-            "corpus_fingerprint": summary.corpus_fingerprint, "git_sha": summary.header.get("git_sha")}
+            "corpus_fingerprint": summary.corpus_fingerprint, "git_sha": summary.header.get("git_sha"),
+            "unsealed_rows": summary.header.get("unsealed_rows") or {}}
 
 
 def comparison_json(comparison: Comparison) -> dict[str, Any]:
@@ -52,6 +54,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
         "tags": [row_object(r) for r in comparison.tag_rows], "flips": [asdict(f) for f in comparison.flips],
         "unstable": [asdict(u) for u in comparison.unstable], "notes": comparison.notes,
+        "differences": comparison.differences,
     }
 
 
@@ -138,11 +141,24 @@ def _text_header(comparison: Comparison) -> dict[str, Any]:
             "corpus": comparison.base.corpus_fingerprint or "-", "gate": opts.gate, "tolerance": opts.tolerance,
             "alpha": opts.alpha, "power": opts.power, "seed": opts.seed, "resamples": opts.resamples,
             "cluster": opts.cluster or "none",
-            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none", **comparison.history}
+            "unstable_excluded": ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none", **comparison.history,
+            **_unsealed_lines(comparison)}
+
+
+def _unsealed_lines(comparison: Comparison) -> dict[str, str]:
+    """A header line per side whose run holds rows no seal covers (left out of the comparison)."""
+    out = {}
+    for name, summary in (("base", comparison.base), ("new", comparison.new)):
+        counts = summary.header.get("unsealed_rows")
+        if counts and summary.run_id is not None:
+            out[f"unsealed_{name}"] = unsealed_warning(int(summary.run_id), counts)
+    return out
 
 
 def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
     sections = [("metrics", metrics_frame(comparison.rows))]
+    if comparison.differences:
+        sections.append(("settings that differ (BASE -> NEW)", pd.DataFrame({"setting": comparison.differences})))
     if comparison.options.by_tag:
         sections.append(("by tag (exploratory, Benjamini-Hochberg; decides nothing)",
                          metrics_frame(comparison.tag_rows, with_tag=True)))

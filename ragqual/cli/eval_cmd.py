@@ -68,7 +68,7 @@ def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit
         outcome = evaluate(app, corpus_opts, options, on_retrieval=show_retrieval,
                            progress=progress_printer(app, "generation"))
     retrieval, generation = outcome.retrieval, outcome.generation
-    decomposition = decomposition_text(generation.lines, outcome.causes)
+    decomposition = decomposition_text(generation.lines, outcome.causes, outcome.advice)
     report = "\n".join([
         "# ragqual evaluation", "",
         f"retrieval run {retrieval.run_id}, generation run {generation.run_id}, corpus fingerprint {outcome.corpus_fingerprint[:12]}",

@@ -1,7 +1,8 @@
 """`ragqual export RUN_ID`: a run's trials and metric rows as files for pandas and spreadsheets.
 
 Two files: `trials.<ext>` (the run's rows of `v_trials`, each trial with its newest score) and
-`metric_values.<ext>` (every metric row, every scorer version). The default is Parquet when pyarrow
+`metric_values.<ext>` (every metric row, every scorer version), sealed rows only: rows no seal
+covers are left out, with a warning on stderr. The default is Parquet when pyarrow
 is installed (the `parquet` extra), CSV otherwise, so a quick-start install exports too.
 """
 
@@ -13,7 +14,8 @@ import click
 import pandas as pd
 
 from ragqual.app.context import AppContext
-from ragqual.app.history_reads import export_frames
+from ragqual.app.history_reads import export_frames, unsealed_rows
+from ragqual.cli.output import warn_unsealed
 from ragqual.errors import InputError
 
 PARQUET_HINT = "parquet export needs pyarrow: pip install -e '.[parquet]' in the checkout (or use --format csv)"
@@ -54,6 +56,7 @@ def export_cmd(app: AppContext, run_id: int, fmt: str | None, out: Path | None) 
     """Write RUN_ID's trials and metric values as parquet or csv files."""
     fmt = _resolve_format(fmt)
     frames = export_frames(app, run_id)
+    warn_unsealed(unsealed_rows(app, [run_id]))
     folder = out or app.settings.results_dir / "exports" / f"run-{run_id}"
     folder.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ragqual.app.context import AppContext
+from ragqual.app.whatif_run import measured_advice
 from ragqual.app.generation_run import (
     DEFAULTS,
     GenerationOptions,
@@ -54,7 +55,8 @@ def generation_options(fn):
     return fn
 
 
-def print_generation(app: AppContext, result: GenerationOutcome, causes: dict[str, CauseCount] | None) -> None:
+def print_generation(app: AppContext, result: GenerationOutcome, causes: dict[str, CauseCount] | None,
+                     advice: dict[str, str] | None = None) -> None:
     """The mode table, the decomposition when `causes` were measured (all three modes), the run line."""
     o = result.outcome
     if app.as_json:
@@ -67,7 +69,7 @@ def print_generation(app: AppContext, result: GenerationOutcome, causes: dict[st
         return
     click.echo(mode_table(result.lines))
     if causes is not None:
-        click.echo("\n" + decomposition_text(result.lines, causes))
+        click.echo("\n" + decomposition_text(result.lines, causes, advice))
     click.echo(f"\nrun {result.run_id}: {o.trials_run} trials ({o.trials_skipped} already done), "
                f"{o.model_calls} model calls, {o.cache_hits} cache hits, {o.trial_errors} trial errors; "
                "unstable questions are excluded from pass rates")
@@ -136,4 +138,5 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, m
                 with_mock_line=not no_mock_line)
             result = generation_tier(app, corpus_opts, options, progress)
     causes = gap_causes(app, result.run_id) if all_modes or {ln.mode for ln in result.lines} == set(MODES) else None
-    print_generation(app, result, causes)
+    advice = measured_advice(app, result.run_id, corpus_opts, causes) if causes and not app.as_json else None
+    print_generation(app, result, causes, advice)

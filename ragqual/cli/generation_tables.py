@@ -19,7 +19,10 @@ def mode_table(lines: Sequence[ModeLine]) -> str:
     return "\n".join(rows)
 
 
-def decomposition_text(lines: Sequence[ModeLine], causes: dict[str, CauseCount] | None = None) -> str:
+def decomposition_text(lines: Sequence[ModeLine], causes: dict[str, CauseCount] | None = None,
+                       advice: dict[str, str] | None = None) -> str:
+    """The decomposition per model; `advice` (from `app.whatif_run.measured_advice`) adds the
+    measured sentence on a similarity cut-off."""
     by: dict[str, dict[str, float | None]] = {}
     for ln in lines:
         by.setdefault(ln.variant, {})[ln.mode] = ln.correctness
@@ -28,6 +31,8 @@ def decomposition_text(lines: Sequence[ModeLine], causes: dict[str, CauseCount] 
         out.append(f"{variant}:")
         measured = (causes or {}).get(variant)
         out += [f"  - {s}" for s in explain(modes.get("oracle"), modes.get("e2e"), modes.get("noretrieval"), measured)]
+        if (advice or {}).get(variant):
+            out.append(f"  - {(advice or {})[variant]}")
         if variant != MOCK and MOCK in by:
             for mode in ("oracle", "e2e"):  # without retrieval the mock only declines: nothing to compare
                 sentence = against_mock(modes.get(mode), by[MOCK].get(mode))

@@ -3,6 +3,8 @@
 One row per run and group: the strategy for retrieval runs, the mode for generation runs (a run
 with no rows yet shows one empty row). `score` and `pass` are the mean trial score and the share
 of trials whose every weight-bearing assertion passed; any other name is a metric row's mean.
+Only sealed rows count: a run holding rows no seal covers gets an `unsealed_rows` column (and a
+warning on stderr) saying how many were left out.
 
 `--case GOLDEN_ID` shows one question across every run instead: its pass share, mean score and
 stability per variant/mode over its repeats (trial runs), or its metric values per strategy
@@ -18,8 +20,9 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
-from ragqual.app.history_reads import history_head
-from ragqual.cli.output import check_output, emit_frame, emit_page, format_option, output_format, output_option
+from ragqual.app.history_reads import history_head, unsealed_rows
+from ragqual.cli.output import (check_output, emit_frame, emit_page, format_option, output_format, output_option,
+                                warn_unsealed)
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import metric_means, runs_frame, score_means
 from ragqual.core.metric_names import HISTORY_HEADLINES as HEADLINES
@@ -64,6 +67,13 @@ def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer
         return pd.DataFrame(columns=["run_id", "group"])
     wide.columns = [str(c) for c in wide.columns]
     return wide.reset_index().rename(columns={"group_key": "group"})
+
+
+def with_unsealed(frame: pd.DataFrame, counts: dict[int, dict[str, int]]) -> pd.DataFrame:
+    """An `unsealed_rows` column (rows no seal covers, left out of the figures) when any run has them."""
+    if not counts or frame.empty:
+        return frame
+    return frame.assign(unsealed_rows=[sum(counts.get(int(r), {}).values()) for r in frame["run_id"]])
 
 
 def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -119,6 +129,9 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         emit_frame(_for_case_display(frame) if fmt in ("table", "markdown") else frame, fmt)
         return
     frame = history_frame(engine, kind, metrics, limit or None, scorer_name, scorer_version)
+    unsealed = unsealed_rows(app, sorted({int(r) for r in frame["run_id"]})) if not frame.empty else {}
+    warn_unsealed(unsealed)
+    frame = with_unsealed(frame, unsealed)
     if fmt == "html":
         from ragqual.reports.history import history_page, intervals
 

@@ -2,7 +2,9 @@
 
 Exit codes: 0 ok, 1 a gate failed or a regression (or `verify` found a change), 2 bad input or
 usage, 3 a service unreachable, 4 the history storage failed (disk full, read-only, database
-deleted or replaced), 130 interrupted.
+deleted or replaced), 70 an internal error (a bug: one line naming the command and the file that
+holds the traceback; `-v` prints it too), 130 interrupted (Ctrl-C, or SIGTERM, which takes the
+same path: a run is marked `interrupted` and named with the command that resumes it).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import sys
 import click
 
 from ragqual import __version__
+from ragqual.cli import endings
 from ragqual.cli.commands import COMMANDS, SUMMARIES
-from ragqual.errors import RagqualError
+from ragqual.errors import EXIT_INTERRUPTED, RagqualError
 
 
 class LazyGroup(click.Group):
@@ -93,12 +96,18 @@ def _interrupted(exc: BaseException | None) -> None:
         click.echo(f"ragqual: {exc.message()}", err=True)
     else:
         click.echo("ragqual: interrupted", err=True)
-    sys.exit(130)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    with endings.sigterm_as_ctrl_c(), endings.one_line_warnings(endings.verbosity(args)):
+        _main(args)
+
+
+def _main(args: list[str]) -> None:
     try:
-        cli.main(args=argv, prog_name="ragqual", standalone_mode=False)
+        cli.main(args=args, prog_name="ragqual", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -110,17 +119,21 @@ def main(argv: list[str] | None = None) -> None:
         _interrupted(exc)
     except RagqualError as exc:
         _fail(exc)
-    except Exception as exc:  # a storage failure no layer below translated: still one line, exit 4
+    except Exception as exc:
         from ragqual.store.faults import translate
 
-        fault = translate(exc)
-        if fault is None:
-            raise
-        _fail(fault)
+        fault = translate(exc)  # a storage failure no layer below translated: still one line, exit 4
+        if fault is not None:
+            _fail(fault)
+        endings.internal_error(exc, *endings.invocation(args, cli))
     sys.exit(0)
 
 
 def _fail(exc: RagqualError) -> None:
-    message = str(exc).strip() or exc.__class__.__name__
+    """One line; the values of credentials ragqual holds are masked here too, whatever built the
+    message (core.redact)."""
+    from ragqual.core.redact import redact_text
+
+    message = redact_text(str(exc).strip() or exc.__class__.__name__)
     click.echo(f"ragqual: error: {message}", err=True)
     sys.exit(exc.exit_code)

@@ -127,5 +127,14 @@ def emit_document(
     click.echo(document_text(title, header, sections, fmt, notes).rstrip("\n"))
 
 
+def warn_unsealed(counts: Mapping[int, Mapping[str, int]]) -> None:
+    """One line on stderr per run whose rows no seal covers (the readers left them out)."""
+    from ragqual.store.sealed_rows import unsealed_warning
+
+    for run_id, per_table in counts.items():
+        if per_table:
+            click.echo(f"ragqual: warning: {unsealed_warning(run_id, per_table)}", err=True)
+
+
 def output_format(fmt: str, as_json: bool) -> str:
     return "json" if as_json else fmt

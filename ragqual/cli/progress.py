@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Any
@@ -10,27 +9,14 @@ from typing import Any
 import click
 
 from ragqual.app.context import AppContext
+from ragqual.cli.endings import STARTED
 from ragqual.core.display import fmt_rate
 from ragqual.engine import loop
 
-_IMPORTED = time.time()
-
-
-def process_started() -> float:
-    """When this process started (epoch seconds), so an elapsed time includes interpreter start-up
-    and imports: from /proc on Linux, else when this module was imported."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as stat:
-            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat", encoding="ascii") as boot:
-            btime = next(int(line.split()[1]) for line in boot if line.startswith("btime"))
-        return btime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
-        return _IMPORTED
-
-
 def elapsed_since_start() -> float:
-    return max(0.0, time.time() - process_started())
+    """Seconds since this process started, interpreter start-up and imports included
+    (`ragqual.cli.endings.STARTED`), not counting a parent shell that exec'd it."""
+    return max(0.0, time.monotonic() - STARTED)
 
 
 def progress_printer(app: AppContext, label: str):

@@ -12,8 +12,9 @@ from sqlalchemy import Engine
 from ragqual.app.failures import failure_rows
 from ragqual.app.run_report import build_report
 from ragqual.app.context import AppContext
-from ragqual.app.history_reads import history_head, run_info
-from ragqual.cli.output import check_output, emit_document, emit_page, format_option, output_format, output_option
+from ragqual.app.history_reads import history_head, run_info, unsealed_rows
+from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
+                                warn_unsealed)
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.records import RunInfo
 from ragqual.store.summaries import run_header
@@ -64,6 +65,7 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
     """Summarise one run from the history: metrics per group, pass rate, unstable questions, cost."""
     check_output(fmt, output)
     info = run_info(app, run_id, last)
+    warn_unsealed(unsealed_rows(app, [info.id]))
     if failures:
         document = failures_document(app.history(), info)
         if fmt == "html":

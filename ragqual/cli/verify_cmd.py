@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -19,6 +20,10 @@ def _summary(verdict: Verdict) -> list[str]:
     if verdict.unsealed_runs:
         shown = ", ".join(map(str, verdict.unsealed_runs[:20])) + (" …" if len(verdict.unsealed_runs) > 20 else "")
         lines.append(f"unsealed (written before sealing existed, not checked): run(s) {shown}")
+    inserted = Counter(f.table for f in verdict.findings if f.kind == "inserted")
+    if inserted:
+        lines.append("rows no seal covers (left out by every reader): "
+                     + ", ".join(f"{n} in {t}" for t, n in sorted(inserted.items())))
     if verdict.expected_at is not None:
         lines.append(f"expected digest found: seal {verdict.expected_at}")
     lines.append(f"head digest: {verdict.head or 'none'}")

@@ -7,7 +7,11 @@ One failing trial gets one cause, the first that holds in this order:
     missed-document          a relevant document of the golden is not in the injected context
                              (document recall below 1)
     near-miss                the answer matches a mustNotInclude pattern that the injected
-                             context also contains (a near-miss document led the model astray)
+                             context also contains, and a document that is not relevant ranks
+                             above every relevant one (the wrong document outranked the right)
+    reader-confusion         the same repeated pattern, but a relevant document ranks first and
+                             every mustInclude fact is in the context: retrieval did its part, the
+                             reader (for the mock: its echo of every chunk) picked the twin's value
     fact-not-in-context      every relevant document was retrieved, but a mustInclude fact is not
                              in the injected chunks (chunk-level coverage below 1: chunking or
                              context-k, not document retrieval)
@@ -24,7 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-CAUSES = ("answered-out-of-corpus", "missed-document", "near-miss", "fact-not-in-context", "model")
+CAUSES = ("answered-out-of-corpus", "missed-document", "near-miss", "reader-confusion", "fact-not-in-context",
+          "model")
 RETRIEVAL_CAUSES = frozenset({"missed-document"})
 CONTEXT_CAUSES = frozenset({"answered-out-of-corpus", "near-miss", "fact-not-in-context"})
 
@@ -86,29 +91,72 @@ def cause_of(e: Evidence, matches: Matcher) -> str:
     recall = document_recall(e)
     if recall is not None and recall < 1:
         return "missed-document"
-    if any(matches(p, e.answer) and matches(p, e.context) for p in e.must_not_include):
-        return "near-miss"
     coverage = fact_coverage(e, matches)
+    if any(matches(p, e.answer) and matches(p, e.context) for p in e.must_not_include):
+        if outranked(e) or (coverage is not None and coverage < 1):
+            return "near-miss"
+        return "reader-confusion"
     if coverage is not None and coverage < 1:
         return "fact-not-in-context"
     return "model"
 
 
+def outranked(e: Evidence) -> bool:
+    """A document that is not relevant holds the first injected slot: the wrong document ranks
+    above the right one (injected ids are in rank order)."""
+    if not e.injected or not e.relevant_docs:
+        return False
+    return doc_of(e.injected[0]) not in set(e.relevant_docs)
+
+
+def reader_ceiling(e: Evidence, matches: Matcher) -> bool:
+    """Whether a perfect reader could pass on this context alone: an out-of-corpus question when
+    the context is empty (nothing to answer from, so declining is what is left); any other when
+    every mustInclude fact is in the context (with no facts, when every relevant document is).
+
+    Unlike the echo mock, the ceiling does not repeat a near-miss twin's value: it is the upper
+    bound of what the trial's own context allows, so a failure it passes is the reader's."""
+    if e.expect_refusal:
+        return not e.context.strip()
+    coverage = fact_coverage(e, matches)
+    if coverage is not None:
+        return coverage == 1
+    recall = document_recall(e)
+    return recall is None or recall == 1
+
+
 @dataclass(frozen=True)
 class CauseCount:
+    """Failing trials by measured cause, and the questions behind them: people read questions,
+    and with repeats one question is several trials. `questions` / `by_cause_questions` are None
+    when the trials were counted without their question ids."""
+
     total: int
     by_cause: Mapping[str, int]
+    questions: int | None = None
+    by_cause_questions: Mapping[str, int] | None = None
 
 
-def count_causes(causes: Iterable[str]) -> CauseCount:
-    counted = Counter(causes)
-    return CauseCount(sum(counted.values()), {c: counted[c] for c in CAUSES if counted[c]})
+def count_causes(causes: Iterable[str], question_ids: Iterable[str] | None = None) -> CauseCount:
+    """Count causes per trial; with `question_ids` (one per cause, same order) also per question
+    (a question counted once under each cause it failed with)."""
+    listed = list(causes)
+    counted = Counter(listed)
+    by_cause = {c: counted[c] for c in CAUSES if counted[c]}
+    if question_ids is None:
+        return CauseCount(len(listed), by_cause)
+    pairs = set(zip(listed, question_ids))
+    per_question = Counter(cause for cause, _ in pairs)
+    return CauseCount(len(listed), by_cause, len({q for _, q in pairs}),
+                      {c: per_question[c] for c in CAUSES if per_question[c]})
 
 
 PHRASES = {
     "answered-out-of-corpus": "answered an out-of-corpus question from a non-empty context",
     "missed-document": "did not get a relevant document (document recall below 1)",
-    "near-miss": "repeated a mustNotInclude phrase that a near-miss document put in the context",
+    "near-miss": "repeated a mustNotInclude phrase from a near-miss document that outranked the relevant one",
+    "reader-confusion": "repeated a near-miss document's phrase although the relevant document ranked first "
+                        "and every fact was in the context",
     "fact-not-in-context": "got every relevant document but not the chunk holding the fact (chunk coverage below 1)",
     "model": "had the expected facts in the context and still missed them",
 }
@@ -117,9 +165,12 @@ CONCLUSIONS = {
     "missed-document": "retrieval is failing the model: the relevant documents do not reach the context.",
     "fact-not-in-context": "the documents are found but the chunks holding the facts are not injected: "
                            "look at chunking and --context-k, not at document retrieval.",
-    "answered-out-of-corpus": "out-of-corpus questions get a non-empty context and the model answers from it: "
-                              "a similarity cut-off (--threshold) would let it decline.",
-    "near-miss": "near-miss documents in the context lead the model astray: rerank or filter them.",
+    "answered-out-of-corpus": "out-of-corpus questions get a non-empty context and the model answers from it; "
+                              "`ragqual whatif RUN --threshold 0.3:0.8:0.05` measures whether any similarity "
+                              "cut-off would let it decline without costing answerable questions.",
+    "near-miss": "near-miss documents outrank the relevant ones in the context: rerank or filter them.",
+    "reader-confusion": "the relevant document ranked first and every fact was in the context: the reader "
+                        "(for the mock, its echo of every chunk) picked a twin's value; not retrieval's doing.",
     "model": "the facts were in the context: the model, not retrieval, is missing them.",
 }
 
@@ -129,10 +180,17 @@ def gap_verdict(gap: float, counts: CauseCount) -> list[str]:
     if counts.total == 0:
         return [f"oracle - e2e = {gap:.2f}, but no failing e2e trial of a question the oracle answered "
                 "was found to explain it."]
-    parts = ", ".join(f"{n} {PHRASES[c]}" for c, n in counts.by_cause.items())
-    top = max(counts.by_cause.items(), key=lambda kv: (kv[1], -CAUSES.index(kv[0])))[0]
-    return [f"oracle - e2e = {gap:.2f}; of the {counts.total} e2e failure(s) on questions the oracle answered: {parts}.",
-            f"largest cause, {top}: {CONCLUSIONS[top]}"]
+    by = counts.by_cause_questions if counts.by_cause_questions is not None else counts.by_cause
+    parts = ", ".join(f"{n} {PHRASES[c]}" for c, n in by.items())
+    top = max(by.items(), key=lambda kv: (kv[1], -CAUSES.index(kv[0])))[0]
+    if counts.questions is not None and counts.questions != counts.total:
+        head = (f"of the {counts.questions} question(s) the oracle answered and e2e failed "
+                f"({counts.total} failing trials over the repeats)")
+    elif counts.questions is not None:
+        head = f"of the {counts.questions} question(s) the oracle answered and e2e failed"
+    else:
+        head = f"of the {counts.total} e2e failure(s) on questions the oracle answered"
+    return [f"oracle - e2e = {gap:.2f}; {head}: {parts}.", f"largest cause, {top}: {CONCLUSIONS[top]}"]
 
 
 def failed_checks(rows: Sequence[tuple[str, bool, str | None]]) -> list[str]:

@@ -106,6 +106,8 @@ def _generation() -> tuple[Metric, ...]:
         Metric("groundedness", _H, _G, "share of the answer's figures (numbers of magnitude above 10, dates) "
                "found in the context"),
         Metric("factCoverage", _H, _G, "share of the golden's mustInclude facts found in the injected context (e2e)"),
+        Metric("readerCeiling", _H, _G, "1 if a perfect reader could pass on the injected context: every mustInclude "
+                                        "fact in it, or, out of corpus, an empty context (e2e)", binary=True),
         Metric("thinkTagLeak", _L, _G, "1 if the answer shows think tags", binary=True),
     )
 
@@ -146,7 +148,8 @@ METRICS: tuple[Metric, ...] = (
 """Every registered metric; the LISTED and LAST ones in display order."""
 
 # Screens: which metrics each one shows, in its own order (every name is registered: tested).
-RETRIEVAL_HEADLINE = ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5", "nonEmptyRefusal")
+RETRIEVAL_HEADLINE = ("recall@1", "recall@5", "contextRecall", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5",
+                      "nonEmptyRefusal")
 """The retrieval tables' columns (`ragqual retrieval`, its Markdown report)."""
 DEEP_K = 100
 DEEP_HEADLINE = ("map", "ndcg@10", "ndcg", "recall@5", "recall@10", f"recall@{DEEP_K}", "mrr", "precision@5")
@@ -155,14 +158,14 @@ ADOPTION_PRIORITY = ("recall@5", "ndcg@10", "mrr", "map@10")
 """The adoption rule's metrics, the deciding one first (`core.adoption`)."""
 SWEEP_COLUMNS = ("recall@1", "recall@5", "mrr", "ndcg@10", "map@10", "precision@5", "contextChars")
 """`ragqual sweep`'s table."""
-EVAL_SUMMARY = ("recall@5", "mrr", "ndcg@10", "nonEmptyRefusal")
+EVAL_SUMMARY = ("recall@5", "contextRecall", "mrr", "ndcg@10", "nonEmptyRefusal")
 """The retrieval line `ragqual eval` prints per strategy."""
 CASE_METRICS = ("hit@5", "recall@5", "ndcg@10", "mrr")
 """`ragqual history --case` for retrieval runs."""
 HISTORY_HEADLINES: dict[str, tuple[str, ...]] = {
-    "retrieval": ("recall@5", "ndcg@10", "mrr"),
-    "sweep": ("recall@5", "ndcg@10", "mrr"),
-    "generation": (SCORE, PASS, "correctness"),
+    "retrieval": ("recall@5", "contextRecall", "ndcg@10", "mrr"),
+    "sweep": ("recall@5", "contextRecall", "ndcg@10", "mrr"),
+    "generation": (SCORE, PASS, "correctness", "contextRecall"),
     "subject": (SCORE, PASS),
 }
 """`ragqual history`'s columns per run kind (other kinds: score and pass)."""

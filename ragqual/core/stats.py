@@ -165,17 +165,90 @@ def paired_counts(base: Sequence[float], new: Sequence[float]) -> PairedCounts:
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value: the binomial test of b against b + c trials at one half.
 
-    Twice the smaller tail, capped at 1 (as statsmodels' `mcnemar(exact=True)`); no discordant
-    question at all gives 1.
+    Twice the smaller tail, capped at 1 (as statsmodels' `mcnemar(exact=True)` and scipy's
+    `binomtest(b, b + c, 0.5)`); no discordant question at all gives 1. Exact for any b + c: the
+    tail is summed from its largest term down, each term a ratio of the one before, with the
+    largest term computed without forming C(n, k) or 2**n (see `binomial_half_pmf`).
     """
     if b < 0 or c < 0:
         raise InputError(f"discordant counts must be non-negative, got b={b}, c={c}")
     n = b + c
-    if n == 0:
+    if abs(b - c) <= 1:  # the smaller tail holds half the mass or more: exactly 1
         return 1.0
-    low = min(b, c)
-    tail = math.fsum(math.comb(n, k) for k in range(low + 1)) / 2.0**n
-    return min(1.0, 2.0 * tail)
+    return min(1.0, 2.0 * binomial_half_lower_tail(min(b, c), n))
+
+
+def binomial_half_lower_tail(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2) and 0 <= k <= n / 2.
+
+    The terms P(X = j) shrink by j / (n - j + 1) < 1 from j = k down, so the sum starts at the
+    largest term and stops once what is left (at most term * r / (1 - r)) cannot change it.
+    """
+    if not 0 <= 2 * k <= n:
+        raise InputError(f"the lower tail needs 0 <= k <= n / 2, got k={k}, n={n}")
+    term = binomial_half_pmf(k, n)
+    total = 0.0
+    for j in range(k, -1, -1):
+        total += term
+        ratio = j / (n - j + 1)
+        term *= ratio
+        if term * ratio <= total * (1.0 - ratio) * 2.0**-60:
+            break
+    return min(1.0, total)
+
+
+_LN_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+# Stirling-series coefficients of log(n!) - log(sqrt(2 pi n) (n / e)**n): 1/12, 1/360, 1/1260, ...
+_S0, _S1, _S2, _S3, _S4 = 1 / 12, 1 / 360, 1 / 1260, 1 / 1680, 1 / 1188
+
+
+def binomial_half_pmf(k: int, n: int) -> float:
+    """P(X = k) for X ~ Binomial(n, 1/2), to a few units in the last place for any n.
+
+    Loader's saddle-point form (the one R's `dbinom` uses): the error terms of Stirling's
+    formula and the deviance `bd0` are each small and computed directly, so no large logarithm
+    has to cancel against another (as log C(n, k) - n log 2 would, losing n * 1e-16).
+    """
+    if not 0 <= k <= n:
+        return 0.0
+    if k in (0, n):
+        return math.ldexp(1.0, -n)  # exactly 2**-n, 0.0 below the smallest subnormal
+    half = n / 2
+    log_core = (_stirling_error(n) - _stirling_error(k) - _stirling_error(n - k)
+                - _deviance(k, half) - _deviance(n - k, half))
+    return math.exp(log_core) * math.sqrt(n / (2 * math.pi * k * (n - k)))
+
+
+def _stirling_error(n: int) -> float:
+    """log(n!) - log(sqrt(2 pi n) (n / e)**n)."""
+    if n <= 15:
+        return math.lgamma(n + 1) - (n + 0.5) * math.log(n) + n - _LN_SQRT_2PI
+    nn = float(n) * n
+    if n > 500:
+        return (_S0 - _S1 / nn) / n
+    if n > 80:
+        return (_S0 - (_S1 - _S2 / nn) / nn) / n
+    if n > 35:
+        return (_S0 - (_S1 - (_S2 - _S3 / nn) / nn) / nn) / n
+    return (_S0 - (_S1 - (_S2 - (_S3 - _S4 / nn) / nn) / nn) / nn) / n
+
+
+def _deviance(x: float, mean: float) -> float:
+    """x log(x / mean) + mean - x, without cancellation: by its series in v = (x - mean) / (x + mean),
+    whose terms all have one sign, unless |v| > 0.9, where the two parts no longer nearly cancel."""
+    if abs(x - mean) > 0.9 * (x + mean):
+        return x * math.log(x / mean) + mean - x
+    v = (x - mean) / (x + mean)
+    s = (x - mean) * v
+    ej = 2 * x * v
+    v *= v
+    for j in range(1, 1000):
+        ej *= v
+        s_next = s + ej / (2 * j + 1)
+        if s_next == s:
+            return s
+        s = s_next
+    return s
 
 
 def mcnemar_min_discordant(alpha: float = 0.05) -> int:

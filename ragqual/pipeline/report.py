@@ -56,7 +56,18 @@ def quality_markdown(strategies: Mapping[str, Mapping[str, Any]]) -> str:
                   f"non-relevant p50 {fmt(dist['nonRelevant']['p50'])}, refusal questions p50 {fmt(dist['refusalTop5']['p50'])}", ""]
         if quality["misses"]:
             parts += [f"misses at 5: {len(quality['misses'])} ({', '.join(x['id'] for x in quality['misses'])})", ""]
+        short = context_short(quality)
+        if short:
+            parts += [f"context recall below 1 (a relevant document missing from the {quality['config']['context_k']} "
+                      f"injected chunks): {len(short)} ({', '.join(short)})", ""]
     return "\n".join(parts)
+
+
+def context_short(quality: Mapping[str, Any]) -> list[str]:
+    """The questions whose injected context lacks a relevant document: what reached the model,
+    which recall@k over the candidate list can hide (one long document filling the context)."""
+    return [q["id"] for q in quality.get("perQuestion", ())
+            if q["metrics"].get("contextRecall") is not None and q["metrics"]["contextRecall"] < 1]
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ragqual.core.glossary import Glossary
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.whatif import context_indices
 from ragqual.errors import InputError, LeakDetected
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
 from ragqual.pipeline.distractors import check_hits_in
@@ -461,7 +462,7 @@ class Retriever:
         if config.threshold is None:
             context = ranking.rows(config.context_k)
         else:
-            keep = [i for i, sim in enumerate(ranking.similarities) if sim >= config.threshold][: config.context_k]
+            keep = context_indices(ranking.similarities, config.threshold, config.context_k)
             context = tuple(_ranked(tuple(column[i] for column in ranking)) for i in keep)
         return Retrieval(query, ranking, context, elapsed_ms, self.texts)
 

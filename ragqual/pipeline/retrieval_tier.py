@@ -18,7 +18,6 @@ from ragqual.core.scoring import percentile
 from ragqual.pipeline.retrieval import Retrieval, RetrievalConfig, Retriever
 
 CUTOFFS = (1, 3, 5, 10)
-DIGITS = 4
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def run_tier(retriever: Retriever, goldens: Sequence[Golden], config: RetrievalC
 
 
 def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), DIGITS) if values else None
+    return sum(values) / len(values) if values else None
 
 
 def aggregate(queries: Sequence[QueryResult]) -> dict[str, float | None]:
@@ -114,8 +113,8 @@ def score_distributions(queries: Sequence[QueryResult]) -> dict[str, dict[str, f
 def _summary(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"n": 0.0, "min": None, "p50": None, "mean": None, "max": None}
-    return {"n": float(len(values)), "min": round(min(values), DIGITS), "p50": round(percentile(values, 50), DIGITS),
-            "mean": round(sum(values) / len(values), DIGITS), "max": round(max(values), DIGITS)}
+    return {"n": float(len(values)), "min": min(values), "p50": percentile(values, 50),
+            "mean": sum(values) / len(values), "max": max(values)}
 
 
 def misses(queries: Sequence[QueryResult], k: int = 5) -> list[dict[str, Any]]:
@@ -138,7 +137,7 @@ def quality_section(result: TierResult) -> dict[str, Any]:
         "scoreDistributions": score_distributions(result.queries),
         "misses": misses(result.queries),
         "perQuestion": [
-            {"id": q.golden.id, "tags": list(q.golden.tags), "metrics": {k: round(v, DIGITS) for k, v in sorted(q.metrics.items())},
+            {"id": q.golden.id, "tags": list(q.golden.tags), "metrics": dict(sorted(q.metrics.items())),
              "retrieved": [[r.chunk_id, r.similarity] for r in q.retrieval.top(10)]}
             for q in result.queries
         ],

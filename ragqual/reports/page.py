@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -36,8 +37,47 @@ def vega_bundle() -> str:
     import vl_convert
 
     # vl_convert's stub marks `snippet` required; at run time it defaults to the global-names snippet.
-    bundle = vl_convert.javascript_bundle()  # type: ignore[call-arg]
-    return bundle.replace("</script", "<\\/script")
+    return inline_script(vl_convert.javascript_bundle())  # type: ignore[call-arg]
+
+
+# Inside <script>, the HTML parser reacts to `<!--`, `<script` and `</script` (any case): `<!--`
+# then `<script` puts it in a state where the real `</script>` no longer ends the element, and the
+# rest of the page is swallowed. Inline JSON holds no `<`, `>` or `&` at all (each is a \u escape,
+# as are U+2028/U+2029); inline JavaScript has `<` of those three sequences written as `\x3C`.
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_LINE_SEPARATORS = str.maketrans({"\u2028": " ", "\u2029": " "})
+_SCRIPT_UNSAFE = re.compile(r"(\\*)<(?=!--|/?script)", re.IGNORECASE)
+
+
+def inline_json(value: Any) -> str:
+    """`value` as JSON that can sit inside a <script> element: no `<`, `>`, `&`, U+2028 or U+2029
+    in the text (each is a \\uXXXX escape, so `json.loads`/`JSON.parse` give back the same value)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
+    return _JSON_UNSAFE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
+
+
+def chart_text(value: Any) -> Any:
+    """`value` with U+2028/U+2029 in its strings written as spaces. Vega-Lite copies some data values
+    into Vega expressions (a custom sort order), where a line separator is a syntax error that
+    leaves the chart undrawn; the tables keep the text as it was."""
+    if isinstance(value, str):
+        return value.translate(_LINE_SEPARATORS)
+    if isinstance(value, dict):
+        return {chart_text(k): chart_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [chart_text(v) for v in value]
+    return value
+
+
+def inline_script(code: str) -> str:
+    """JavaScript that can sit inside a <script> element: the `<` of every `<!--`, `<script` and
+    `</script` becomes `\\x3C`. Such a sequence is only ever text in a string, template or regular
+    expression literal, where `\\x3C` means the same `<` (a `\\<` before it stays one character)."""
+    def escaped(match: re.Match[str]) -> str:
+        slashes = match.group(1)
+        return slashes[: len(slashes) - len(slashes) % 2] + "\\x3C"
+    return _SCRIPT_UNSAFE.sub(escaped, code)
 
 
 def esc(value: Any) -> str:
@@ -108,8 +148,7 @@ def chart(chart_id: str, spec: Any, caption: str = "") -> str:
     """A chart placeholder and its Vega-Lite spec (an Altair chart or a dict)."""
     data = spec.to_dict() if hasattr(spec, "to_dict") else dict(spec)
     data.pop("$schema", None)
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
-    text = text.replace("</", "<\\/")
+    text = inline_json(chart_text(data))
     cap = note(caption) if caption else ""
     return (f'<div class="chart" id="{esc(chart_id)}" data-chart></div>{cap}'
             f'<script type="application/vnd.vegalite+json" data-target="{esc(chart_id)}">{text}</script>')
@@ -122,7 +161,8 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def render(title: str, parts: Iterable[str]) -> str:
     return Template(_asset("page.html")).substitute(
-        title=esc(title), css=_asset("page.css"), js=_asset("page.js"), vega=vega_bundle(), body="\n".join(parts))
+        title=esc(title), css=_asset("page.css"), js=inline_script(_asset("page.js")), vega=vega_bundle(),
+        body="\n".join(parts))
 
 
 def write_page(text: str, path: Path) -> None:

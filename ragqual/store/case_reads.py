@@ -15,6 +15,10 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, text
 
 from ragqual.core.scoring import SCORER_NAME
+from ragqual.store.sealed_rows import covered
+
+
+SEALED_CASE = covered("cases", "cases.id")
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,15 @@ def case_infos(engine: Engine, case_ids: Sequence[str]) -> dict[str, CaseInfo]:
     """case id -> its newest stored definition's golden id, tags and relevant documents."""
     if not case_ids:
         return {}
-    query = text("SELECT case_id, slug, definition FROM cases WHERE case_id IN :ids ORDER BY id").bindparams(
+    query = text(f"SELECT case_id, slug, definition FROM cases WHERE case_id IN :ids AND {SEALED_CASE} "
+                 "ORDER BY id").bindparams(
         bindparam("ids", expanding=True))
     with engine.connect() as conn:
         rows = conn.execute(query, {"ids": sorted(set(case_ids))}).all()
     return {row[0]: _info(row[0], row[1], row[2]) for row in rows}  # later rows win
 
 
-CASE_TRIALS_SQL = """
+CASE_TRIALS_SQL = f"""
 SELECT r.id AS run_id, r.kind, r.started_at, r.git_sha, v.name AS variant, t.mode, t.repeat_index,
        s.score, s.perfect
 FROM trials t
@@ -60,16 +65,17 @@ JOIN cases c ON c.id = t.case_pk
 JOIN variant_configs v ON v.id = t.variant_id
 LEFT JOIN trial_scores s ON s.id = (
     SELECT s2.id FROM trial_scores s2 WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name
+      AND {covered('trial_scores', 's2.id')}
     ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)
-WHERE c.slug = :golden OR c.case_id = :golden
+WHERE (c.slug = :golden OR c.case_id = :golden) AND {covered('trials', 't.id')}
 ORDER BY r.id, t.id
 """
 
-CASE_METRICS_SQL = """
+CASE_METRICS_SQL = f"""
 SELECT r.id AS run_id, r.kind, r.started_at, r.git_sha, m.group_key, m.metric, m.value, m.scorer_version
 FROM metric_values m
 JOIN runs r ON r.id = m.run_id
-WHERE m.trial_id IS NULL AND m.case_id = :golden
+WHERE m.trial_id IS NULL AND m.case_id = :golden AND {covered('metric_values', 'm.id')}
 ORDER BY r.id, m.id
 """
 
@@ -91,7 +97,8 @@ def case_definitions(engine: Engine, case_ids: Sequence[str]) -> dict[str, dict[
     """case id -> its newest stored definition (the golden itself for retrieval cases)."""
     if not case_ids:
         return {}
-    query = text("SELECT case_id, definition FROM cases WHERE case_id IN :ids ORDER BY id").bindparams(
+    query = text(f"SELECT case_id, definition FROM cases WHERE case_id IN :ids AND {SEALED_CASE} "
+                 "ORDER BY id").bindparams(
         bindparam("ids", expanding=True))
     with engine.connect() as conn:
         rows = conn.execute(query, {"ids": sorted(set(case_ids))}).all()

@@ -10,18 +10,20 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from ragqual.core.scoring import SCORER_NAME
-from ragqual.store.queries import current_metric_row
+from ragqual.store.queries import ALIAS_COVERED, current_metric_row
+from ragqual.store.sealed_rows import covered
 
-TRIALS_SQL = """
+TRIALS_SQL = f"""
 SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
        t.raw_output, t.parsed_output, t.context, t.error,
        (SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
+          AND {covered('trial_scores', 's.id')}
         ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1) AS perfect
 FROM trials t
 JOIN cases c ON c.id = t.case_pk
-LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id
+LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id AND {ALIAS_COVERED}
 JOIN variant_configs v ON v.id = t.variant_id
-WHERE t.run_id = :run
+WHERE t.run_id = :run AND {covered('trials', 't.id')}
 ORDER BY t.id
 """
 
@@ -30,15 +32,17 @@ SELECT m.trial_id, m.value FROM metric_values m
 WHERE m.run_id = :run AND m.metric = 'correctness' AND m.trial_id IS NOT NULL AND {current}
 """
 
-# The newest scoring (batch) of each trial: the batch of its newest assertion row.
-ASSERTIONS_SQL = """
+# The newest scoring (batch) of each trial: the batch of its newest sealed assertion row.
+ASSERTIONS_SQL = f"""
 SELECT r.trial_id, r.assertion_id, r.assertion_version, r.category, r.weight, r.passed, r.detail,
        (SELECT d.name FROM assertion_defs d WHERE d.assertion_id = r.assertion_id
-          AND d.version = r.assertion_version ORDER BY d.id DESC LIMIT 1) AS name
+          AND d.version = r.assertion_version AND {covered('assertion_defs', 'd.id')}
+        ORDER BY d.id DESC LIMIT 1) AS name
 FROM assertion_results r
 JOIN trials t ON t.id = r.trial_id
-WHERE t.run_id = :run AND r.batch = (
-    SELECT r2.batch FROM assertion_results r2 WHERE r2.trial_id = r.trial_id ORDER BY r2.id DESC LIMIT 1)
+WHERE t.run_id = :run AND {covered('assertion_results', 'r.id')} AND r.batch = (
+    SELECT r2.batch FROM assertion_results r2 WHERE r2.trial_id = r.trial_id
+      AND {covered('assertion_results', 'r2.id')} ORDER BY r2.id DESC LIMIT 1)
 ORDER BY r.id
 """
 

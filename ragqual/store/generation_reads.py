@@ -8,6 +8,7 @@ from sqlalchemy import Engine, text
 
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import current_metric_row
+from ragqual.store.sealed_rows import covered
 
 MODE_SUMS_SQL = """
 SELECT v.name AS variant, t.mode AS mode, m.metric AS metric, SUM(m.value) AS total
@@ -18,22 +19,23 @@ WHERE m.run_id = :run {only} AND {current}
 GROUP BY v.name, t.mode, m.metric
 """
 
-TRIAL_COUNTS_SQL = """
+TRIAL_COUNTS_SQL = f"""
 SELECT v.name AS variant, t.mode AS mode, COUNT(*) AS trials, COUNT(t.error) AS errors
 FROM trials t JOIN variant_configs v ON v.id = t.variant_id
-WHERE t.run_id = :run
+WHERE t.run_id = :run AND {covered('trials', 't.id')}
 GROUP BY v.name, t.mode
 """
 
-PASS_SQL = """
+PASS_SQL = f"""
 SELECT v.name AS variant, t.mode AS mode, c.case_id AS case_id, s.perfect AS perfect
 FROM trials t
 JOIN variant_configs v ON v.id = t.variant_id
 JOIN cases c ON c.id = t.case_pk
 JOIN trial_scores s ON s.id = (
-    SELECT s2.id FROM trial_scores s2 WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {only}
+    SELECT s2.id FROM trial_scores s2 WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {{only}}
+      AND {covered('trial_scores', 's2.id')}
     ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)
-WHERE t.run_id = :run
+WHERE t.run_id = :run AND {covered('trials', 't.id')}
 """
 
 

@@ -270,6 +270,20 @@ class Seal(Base):
     digest: Mapped[str] = mapped_column(String(64))
 
 
+class SealSpan(Base):
+    """One id range a seal covers in one table (migration 0008): `seals.rows` in a form SQL can
+    test, so that readers use only covered rows (ragqual.store.sealed_rows). `ragqual verify`
+    recomputes every span from the seals."""
+
+    __tablename__ = "seal_spans"
+    __table_args__ = (Index("ix_seal_spans_lookup", "table_name", "first_id", "last_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seal_id: Mapped[int] = mapped_column(ForeignKey("seals.id"))
+    table_name: Mapped[str] = mapped_column(String(64))
+    first_id: Mapped[int] = mapped_column(Integer)
+    last_id: Mapped[int] = mapped_column(Integer)
+
+
 SEALED_TABLES: tuple[str, ...] = (
     "runs",
     "run_events",
@@ -289,5 +303,5 @@ SEALED_TABLES: tuple[str, ...] = (
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""
 
-HISTORY_TABLES: tuple[str, ...] = (*SEALED_TABLES, "seals")
-"""Every append-only table (the seal chain included); `alembic_version` is guarded as well."""
+HISTORY_TABLES: tuple[str, ...] = (*SEALED_TABLES, "seals", "seal_spans")
+"""Every append-only table (the seal chain and its spans included); `alembic_version` is guarded as well."""

@@ -10,6 +10,8 @@ The SQL is written for SQLite and PostgreSQL alike. Two choices shape every repo
   one not above it (metrics as they stood when that scorer version was current).
 * Case ids are read through `case_aliases` (migration 0005), so a golden has one id in old and
   new runs alike.
+* Only rows a seal covers are read (ragqual.store.sealed_rows): a row appended outside ragqual
+  cannot become a trial's newest score; `unsealed_counts` says how many were left out.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sqlalchemy import Engine, bindparam, text
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
 from ragqual.store.records import run_status
+from ragqual.store.sealed_rows import covered
 
 RUNS_SQL = """
 SELECT s.run_id, s.kind, s.subject, s.started_at, s.ended_at, s.status, s.git_sha, s.git_dirty,
@@ -54,20 +57,22 @@ def _newest_score_join(scorer_version: int | None) -> str:
     return f"""
 LEFT JOIN trial_scores s ON s.id = (
     SELECT s2.id FROM trial_scores s2
-    WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {only}
+    WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {only} AND {covered('trial_scores', 's2.id')}
     ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)"""
 
 
-TRIALS_SQL = """
+ALIAS_COVERED = covered("case_aliases", "a.id")
+
+TRIALS_SQL = f"""
 SELECT t.id AS trial_id, t.case_pk, COALESCE(a.case_id, c.case_id) AS case_id, c.slug, v.name AS variant, v.model, t.mode,
        t.repeat_index, t.error, t.prompt_tokens, t.completion_tokens, t.latency_ms, t.cost,
        t.cache_hit, s.score, s.perfect, s.scorer_version
 FROM trials t
 JOIN cases c ON c.id = t.case_pk
-LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id
+LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id AND {ALIAS_COVERED}
 JOIN variant_configs v ON v.id = t.variant_id
-{score_join}
-WHERE t.run_id = :run_id
+{{score_join}}
+WHERE t.run_id = :run_id AND {covered('trials', 't.id')}
 ORDER BY t.id
 """
 
@@ -111,8 +116,8 @@ def metric_rows(engine: Engine, run_id: int, scorer_version: int | None = None) 
         SELECT m.trial_id, COALESCE(a.case_id, m.case_id), m.group_key, m.metric, m.value, m.scorer_version
         FROM metric_values m
         JOIN runs r ON r.id = m.run_id
-        LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id
-        WHERE m.run_id = :run_id {only} ORDER BY m.id"""
+        LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id AND {ALIAS_COVERED}
+        WHERE m.run_id = :run_id {only} AND {covered('metric_values', 'm.id')} ORDER BY m.id"""
     params: dict[str, object] = {"run_id": run_id}
     if scorer_version is not None:
         params["scorer_version"] = scorer_version
@@ -155,7 +160,7 @@ def case_tags_by_pk(engine: Engine, case_pks: Sequence[int]) -> dict[int, tuple[
     """cases.id -> the `tags` of that stored case definition (empty when it has none)."""
     if not case_pks:
         return {}
-    query = text("SELECT id, definition FROM cases WHERE id IN :pks").bindparams(
+    query = text(f"SELECT id, definition FROM cases WHERE id IN :pks AND {covered('cases', 'cases.id')}").bindparams(
         bindparam("pks", expanding=True)
     )
     with engine.connect() as conn:
@@ -173,7 +178,8 @@ def case_tags_by_id(engine: Engine, case_ids: Sequence[str], subject: str | None
         return {}
     where = "AND subject = :subject" if subject else ""
     query = text(
-        f"SELECT case_id, definition FROM cases WHERE case_id IN :ids {where} ORDER BY id"
+        f"SELECT case_id, definition FROM cases WHERE case_id IN :ids {where} AND {covered('cases', 'cases.id')} "
+        "ORDER BY id"
     ).bindparams(bindparam("ids", expanding=True))
     params: dict[str, object] = {"ids": sorted(set(case_ids))}
     if subject:
@@ -183,16 +189,17 @@ def case_tags_by_id(engine: Engine, case_ids: Sequence[str], subject: str | None
     return {case_id: _tags_of(definition) for case_id, definition in rows}  # later rows win
 
 
-SCORE_MEANS_SQL = """
+SCORE_MEANS_SQL = f"""
 SELECT t.run_id, t.mode AS group_key, AVG(s.score) AS score,
        AVG(CASE WHEN s.perfect THEN 1.0 ELSE 0.0 END) AS pass, COUNT(*) AS trials
 FROM trials t
-JOIN trial_scores s ON s.trial_id = t.id AND s.scorer_name = :scorer_name {only_s}
-WHERE t.run_id IN :run_ids
+JOIN trial_scores s ON s.trial_id = t.id AND s.scorer_name = :scorer_name {{only_s}}
+WHERE t.run_id IN :run_ids AND {covered('trials', 't.id')} AND {covered('trial_scores', 's.id')}
   AND NOT EXISTS (
     SELECT 1 FROM trial_scores n
-    WHERE n.trial_id = s.trial_id AND n.scorer_name = s.scorer_name {only_n}
-      AND (n.scorer_version > s.scorer_version OR (n.scorer_version = s.scorer_version AND n.id > s.id)))
+    WHERE n.trial_id = s.trial_id AND n.scorer_name = s.scorer_name {{only_n}}
+      AND (n.scorer_version > s.scorer_version OR (n.scorer_version = s.scorer_version AND n.id > s.id))
+      AND {covered('trial_scores', 'n.id')})
 GROUP BY t.run_id, t.mode
 """
 
@@ -220,12 +227,14 @@ def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORE
 
 
 def current_metric_row(pinned: bool) -> str:
-    """SQL: `m` is its trial's newest row of that metric (retrieval rows have no trial: always)."""
+    """SQL: `m` is a sealed row and its trial's newest sealed row of that metric (retrieval rows
+    have no trial: every sealed one)."""
     only = "AND n.scorer_version <= :scorer_version" if pinned else ""
-    return f"""(m.trial_id IS NULL OR NOT EXISTS (
+    return f"""({covered('metric_values', 'm.id')} AND (m.trial_id IS NULL OR NOT EXISTS (
     SELECT 1 FROM metric_values n
     WHERE n.trial_id = m.trial_id AND n.metric = m.metric {only}
-      AND (n.scorer_version > m.scorer_version OR (n.scorer_version = m.scorer_version AND n.id > m.id))))"""
+      AND (n.scorer_version > m.scorer_version OR (n.scorer_version = m.scorer_version AND n.id > m.id))
+      AND {covered('metric_values', 'n.id')})))"""
 
 
 # One pass over the covering index (run_id, metric, scorer_version, group_key, value), in its
@@ -272,19 +281,19 @@ def export_trials(engine: Engine, run_id: int) -> pd.DataFrame:
         )
 
 
-EXPORT_METRICS_SQL = """
+EXPORT_METRICS_SQL = f"""
 SELECT m.id, m.run_id, m.trial_id, COALESCE(a.case_id, m.case_id) AS case_id, m.group_key, m.metric, m.value,
        m.scorer_version, m.created_at, m.case_id AS stored_case_id
 FROM metric_values m
 JOIN runs r ON r.id = m.run_id
-LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id
-WHERE m.run_id = :run_id
+LEFT JOIN case_aliases a ON a.subject = COALESCE(r.subject, 'rag') AND a.alias = m.case_id AND {ALIAS_COVERED}
+WHERE m.run_id = :run_id AND {covered('metric_values', 'm.id')}
 ORDER BY m.id
 """
 
 
 def export_metrics(engine: Engine, run_id: int) -> pd.DataFrame:
-    """Every metric row of the run, every scorer version included; `case_id` is the case's id now
+    """Every sealed metric row of the run, every scorer version included; `case_id` is the case's id now
     (read through case_aliases), `stored_case_id` the one the row was written with."""
     with engine.connect() as conn:
         return pd.read_sql_query(text(EXPORT_METRICS_SQL), conn, params={"run_id": run_id})

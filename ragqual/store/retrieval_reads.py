@@ -3,7 +3,8 @@ as each ranking's doc ids and scores (`retrieval_scores`, what a chart of scores
 ids and no object per hit, about five times faster on a standard collection's ~280,000 hits).
 
 Runs written since migration 0007 hold one `retrieval_rankings` row per (strategy, question);
-older runs one `retrieval_results` row per rank. Both read back the same way.
+older runs one `retrieval_results` row per rank. Both read back the same way, sealed rows only
+(ragqual.store.sealed_rows).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from sqlalchemy.orm import Session
 from ragqual.store.models import RetrievalRanking, RetrievalResult
 from ragqual.store.rankings import decode, expand
 from ragqual.store.records import RankedScores, RetrievalRow
+from ragqual.store.sealed_rows import is_covered
 
 
 def retrieval_hits(engine: Engine, run_id: int) -> list[RetrievalRow]:
@@ -21,11 +23,11 @@ def retrieval_hits(engine: Engine, run_id: int) -> list[RetrievalRow]:
     and questions, as it did when every hit was a row)."""
     old = (select(RetrievalResult.strategy, RetrievalResult.query_id, RetrievalResult.rank, RetrievalResult.chunk_id,
                   RetrievalResult.doc_id, RetrievalResult.score)
-           .where(RetrievalResult.run_id == run_id)
+           .where(RetrievalResult.run_id == run_id, is_covered("retrieval_results"))
            .order_by(RetrievalResult.strategy, RetrievalResult.query_id, RetrievalResult.rank, RetrievalResult.id))
     compact = (select(RetrievalRanking.strategy, RetrievalRanking.query_id, RetrievalRanking.chunk_ids,
                       RetrievalRanking.doc_ids, RetrievalRanking.scores)
-               .where(RetrievalRanking.run_id == run_id)
+               .where(RetrievalRanking.run_id == run_id, is_covered("retrieval_rankings"))
                .order_by(RetrievalRanking.strategy, RetrievalRanking.query_id, RetrievalRanking.id))
     with Session(engine) as session:
         hits = [RetrievalRow(*row) for row in session.execute(old)]
@@ -45,11 +47,11 @@ def retrieval_scores(engine: Engine, run_id: int) -> list[RankedScores]:
     rank), one entry per ranking instead of one row per hit."""
     old = (select(RetrievalResult.strategy, RetrievalResult.query_id, RetrievalResult.rank,
                   RetrievalResult.doc_id, RetrievalResult.score)
-           .where(RetrievalResult.run_id == run_id)
+           .where(RetrievalResult.run_id == run_id, is_covered("retrieval_results"))
            .order_by(RetrievalResult.strategy, RetrievalResult.query_id, RetrievalResult.rank, RetrievalResult.id))
     compact = (select(RetrievalRanking.strategy, RetrievalRanking.query_id, RetrievalRanking.doc_ids,
                       RetrievalRanking.scores)
-               .where(RetrievalRanking.run_id == run_id)
+               .where(RetrievalRanking.run_id == run_id, is_covered("retrieval_rankings"))
                .order_by(RetrievalRanking.strategy, RetrievalRanking.query_id, RetrievalRanking.id))
     with Session(engine) as session:
         old_rows = session.execute(old).all()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import Engine, Table, insert, select
+from sqlalchemy import Engine, Table, insert, inspect, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,7 @@ from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
 from ragqual.store import db, faults, sealing
+from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
@@ -155,6 +156,7 @@ class RunStore:
         self.seal = seal  # False only to measure what sealing costs (benchmarks/bench_seal.py)
         self._writer = db.writer(engine)
         self._identity = faults.file_identity(engine.url)
+        self._spans: bool | None = None
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -197,8 +199,15 @@ class RunStore:
             sealing.lock(session)
             before = sealing.high_water(session)
             result = work(session)
-            sealing.seal(session, before, run_id() if callable(run_id) else run_id)
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session))
             return result
+
+    def _has_spans(self, session: Session) -> bool:
+        """Whether the database has `seal_spans` (migration 0008; a store opened on an older
+        schema writes as ragqual did then), asked once per store."""
+        if self._spans is None:
+            self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
+        return self._spans
 
     def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
@@ -488,7 +497,8 @@ class RunStore:
             if run is None:
                 raise InputError(f"no run with id {run_id}: `ragqual history` lists the runs")
             last = session.execute(
-                select(RunEvent).where(RunEvent.run_id == run_id).order_by(RunEvent.id.desc()).limit(1)
+                select(RunEvent).where(RunEvent.run_id == run_id, is_covered("run_events"))
+                .order_by(RunEvent.id.desc()).limit(1)
             ).scalar_one_or_none()
             ended = last.at if last is not None and last.event in ("finished", "interrupted", "failed") else None
             return RunInfo(

@@ -15,6 +15,8 @@ Design (what `ragqual verify` recomputes):
   per-run chain), the run id and the row list. A run's end event records the run's head digest
   at that moment; `verify` prints the database-wide head so it can be published and checked
   later with `verify --expect`.
+* The seal's id ranges are also appended to `seal_spans`, one row per table and range, so that
+  readers can ask in SQL whether a row is covered (ragqual.store.sealed_rows; migration 0008).
 * Writers are serialised while they append and seal: SQLite through `BEGIN IMMEDIATE` (its
   write lock), PostgreSQL through a transaction-scoped advisory lock. While the lock is held no
   other ragqual writer inserts, so "rows with an id above the table's highest id at the start
@@ -37,11 +39,12 @@ from datetime import UTC, datetime
 from json.encoder import encode_basestring
 from typing import Any
 
-from sqlalchemy import Connection, Table, func, select
+from sqlalchemy import Connection, Table, func, inspect, select
 from sqlalchemy.orm import Session
 
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.published_head import PublishedHead
+from ragqual.store import sealed_rows
 from ragqual.store.models import Base, Seal, SEALED_TABLES
 
 GENESIS_PREV = "0" * 64
@@ -250,8 +253,9 @@ def _heads(cursor: Any, dialect: str, run_id: int | None) -> tuple[str, str | No
     return prev or GENESIS_PREV, run_prev
 
 
-def seal(session: Session, before: Mapping[str, int], run_id: int | None) -> str | None:
-    """Append the seal of every row inserted since `before` (None when nothing was)."""
+def seal(session: Session, before: Mapping[str, int], run_id: int | None, *, spans: bool = True) -> str | None:
+    """Append the seal of every row inserted since `before` (None when nothing was), and its
+    spans (`spans=False` only to write as ragqual did before migration 0008)."""
     cursor, dialect = _dbapi(session)
     tables = tuple(before)
     cursor.execute(high_water_sql(tables))
@@ -266,7 +270,10 @@ def seal(session: Session, before: Mapping[str, int], run_id: int | None) -> str
     digest = seal_digest(prev, run_prev, run_id, rows_text)
     p = _ph(dialect)
     cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
-                   f"VALUES ('rows', {p}, {p}, {p}, {p}, {p})", (run_id, prev, run_prev, rows_text, digest))
+                   f"VALUES ('rows', {p}, {p}, {p}, {p}, {p}) RETURNING id", (run_id, prev, run_prev, rows_text, digest))
+    seal_id = int(cursor.fetchone()[0])
+    if spans:
+        sealed_rows.insert_spans(cursor, dialect, seal_id, sealed_rows.seal_spans("rows", rows_text, {}))
     return digest
 
 
@@ -287,5 +294,9 @@ def append_watermark(conn: Connection, tables: Sequence[str]) -> str:
     digest = seal_digest(prev, None, None, rows_text)
     p = _ph(dialect)
     cursor.execute(f"INSERT INTO seals (kind, run_id, prev_digest, run_prev_digest, rows, digest) "
-                   f"VALUES ('watermark', NULL, {p}, NULL, {p}, {p})", (prev, rows_text, digest))
+                   f"VALUES ('watermark', NULL, {p}, NULL, {p}, {p}) RETURNING id", (prev, rows_text, digest))
+    seal_id = int(cursor.fetchone()[0])
+    if inspect(conn).has_table(sealed_rows.SPANS_TABLE):  # from migration 0008 on, readers read the spans
+        reach = sealed_rows.reach_of(cursor, tables)
+        sealed_rows.insert_spans(cursor, dialect, seal_id, sealed_rows.seal_spans("watermark", rows_text, reach))
     return digest

@@ -37,6 +37,7 @@ from ragqual.core.scoring import SCORER_NAME, is_unstable
 from ragqual.errors import InputError
 from ragqual.store.queries import TRIAL_COLUMNS, metric_rows, trial_rows
 from ragqual.store.records import RunInfo, run_status
+from ragqual.store.sealed_rows import unsealed_counts
 
 BASELINE_FORMAT = "ragqual-baseline"
 BASELINE_VERSION = 1
@@ -76,6 +77,7 @@ class Summary:
     header: dict[str, Any]
     groups: dict[str, GroupSummary] = field(default_factory=dict)
     run_id: int | None = None
+    from_baseline_file: bool = False
 
 
 # -- from the history ----------------------------------------------------------------------------
@@ -113,6 +115,9 @@ def summarise_run(
     variants = sorted({row[TRIAL_COLUMNS.index("variant")] for row in trials})
     header = run_header(info) | {"variants": variants, "scorer": {"name": scorer_name, "version": scorer_version},
                                  "provenance": info.provenance}
+    unsealed = unsealed_counts(engine, [info.id]).get(info.id)
+    if unsealed:  # rows no seal covers, left out of every figure above
+        header["unsealed_rows"] = unsealed
     return Summary(f"run {info.id}", info.kind, tier_of(info.kind, info.subject, variants),
                    info.corpus_fingerprint, header, groups, info.id)
 
@@ -219,7 +224,7 @@ def from_json_dict(data: Mapping[str, Any], where: str) -> Summary:
         raise InputError(f"{where}: a baseline needs \"kind\" and an object \"groups\"")
     groups = {str(label): _group_from_json(str(label), g, where) for label, g in groups_in.items()}
     return Summary(where, data["kind"], str(data.get("tier") or data["kind"]), data.get("corpus_fingerprint"),
-                   dict(data.get("header") or {}), groups, data.get("run_id"))
+                   dict(data.get("header") or {}), groups, data.get("run_id"), from_baseline_file=True)
 
 
 def _group_from_json(label: str, data: Any, where: str) -> GroupSummary:

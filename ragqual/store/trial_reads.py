@@ -1,5 +1,7 @@
 """Read queries over trials and their scorings, for aggregates, rescoring and audits.
 
+Only rows a seal covers are read (ragqual.store.sealed_rows).
+
 Functions take an Engine and return plain dataclasses, never ORM rows. JSON columns come back
 decoded; a column that holds plain text (the store writes strings as they are) comes back as text.
 """
@@ -16,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from ragqual.errors import InputError
 from ragqual.store.records import AssertionRow, ScoreRow
+from ragqual.store.sealed_rows import is_covered
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
@@ -62,7 +65,7 @@ def run_trials(engine: Engine, run_id: int) -> list[StoredTrial]:
                Trial.error)
         .join(CaseDef, CaseDef.id == Trial.case_pk)
         .join(VariantConfig, VariantConfig.id == Trial.variant_id)
-        .where(Trial.run_id == run_id)
+        .where(Trial.run_id == run_id, is_covered("trials"))
         .order_by(Trial.id)
     )
     with Session(engine) as session:
@@ -97,7 +100,7 @@ def _pick_scores(
 ) -> dict[int, tuple[float, bool, int]]:
     """trial id -> (score, perfect, version): the newest version (or the given one), newest row."""
     query = select(TrialScore.trial_id, TrialScore.score, TrialScore.perfect, TrialScore.scorer_version,
-                   TrialScore.id).where(TrialScore.scorer_name == scorer_name)
+                   TrialScore.id).where(TrialScore.scorer_name == scorer_name, is_covered("trial_scores"))
     if scorer_version is not None:
         query = query.where(TrialScore.scorer_version == scorer_version)
     wanted = set(trial_ids)
@@ -120,7 +123,7 @@ def run_figures(
                Trial.repeat_index, Trial.cost, Trial.latency_ms, Trial.cache_hit, Trial.error)
         .join(CaseDef, CaseDef.id == Trial.case_pk)
         .join(VariantConfig, VariantConfig.id == Trial.variant_id)
-        .where(Trial.run_id == run_id)
+        .where(Trial.run_id == run_id, is_covered("trials"))
         .order_by(Trial.id)
     )
     with Session(engine) as session:
@@ -220,9 +223,10 @@ def run_scorings(engine: Engine, run_id: int) -> dict[int, list[Scoring]]:
 
 def _scorings(engine: Engine, score_filter: Any, result_filter: Any) -> dict[int, list[Scoring]]:
     with Session(engine) as session:
-        scores = session.execute(select(TrialScore).where(score_filter).order_by(TrialScore.id)).scalars().all()
-        results = session.execute(
-            select(AssertionResult).where(result_filter).order_by(AssertionResult.id)).scalars().all()
+        scores = session.execute(select(TrialScore).where(score_filter, is_covered("trial_scores"))
+                                 .order_by(TrialScore.id)).scalars().all()
+        results = session.execute(select(AssertionResult).where(result_filter, is_covered("assertion_results"))
+                                  .order_by(AssertionResult.id)).scalars().all()
         order: dict[tuple[int, str], tuple[int, datetime]] = {}
         by_batch_scores: dict[tuple[int, str], list[ScoreEntry]] = {}
         by_batch_results: dict[tuple[int, str], list[AssertionResultRow]] = {}
@@ -245,7 +249,7 @@ def _scorings(engine: Engine, score_filter: Any, result_filter: Any) -> dict[int
 
 def run_answers(engine: Engine, run_id: int) -> dict[int, Any]:
     """trial id -> its parsed output (the answer as scored), decoded like every JSON column."""
-    query = select(Trial.id, Trial.parsed_output).where(Trial.run_id == run_id)
+    query = select(Trial.id, Trial.parsed_output).where(Trial.run_id == run_id, is_covered("trials"))
     with Session(engine) as session:
         return {r[0]: _load(r[1]) for r in session.execute(query).all()}
 
@@ -282,7 +286,8 @@ class EventRow:
 
 
 def run_events(engine: Engine, run_id: int) -> list[EventRow]:
-    query = select(RunEvent.event, RunEvent.at, RunEvent.detail).where(RunEvent.run_id == run_id).order_by(RunEvent.id)
+    query = (select(RunEvent.event, RunEvent.at, RunEvent.detail)
+             .where(RunEvent.run_id == run_id, is_covered("run_events")).order_by(RunEvent.id))
     with Session(engine) as session:
         return [EventRow(*row) for row in session.execute(query)]
 
@@ -297,6 +302,6 @@ class MetricRow:
 
 def trial_metrics(engine: Engine, trial_id: int) -> list[MetricRow]:
     query = (select(MetricValue.metric, MetricValue.value, MetricValue.group_key, MetricValue.scorer_version)
-             .where(MetricValue.trial_id == trial_id).order_by(MetricValue.id))
+             .where(MetricValue.trial_id == trial_id, is_covered("metric_values")).order_by(MetricValue.id))
     with Session(engine) as session:
         return [MetricRow(*row) for row in session.execute(query)]

@@ -5,8 +5,10 @@ Findings name the table, the row id and what happened to it:
   edited     the row is there but its content is not what was sealed
   deleted    a sealed row is gone
   re-ordered the row now holds what was sealed under another id of the same table
-  inserted   a row written after sealing began that no seal covers (written outside ragqual)
-  seal       a seal whose digest or links no longer add up (seals edited, removed or re-ordered)
+  inserted   a row written after sealing began that no seal covers (written outside ragqual);
+             `verify RUN` looks for them among the rows of those runs too
+  seal       a seal whose digest or links no longer add up (seals edited, removed or re-ordered),
+             or a `seal_spans` row that is not what the seals say (readers trust the spans)
   run        a run's end event records a seal head that its seals do not lead to
   schema     a table, column, index, trigger, view (or on PostgreSQL a function, constraint, ...)
              missing, extra or different from what the migrations at head create
@@ -19,18 +21,19 @@ are reported as such, never as tampered.
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, bindparam, inspect, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from ragqual.core.published_head import PublishedHead
 from ragqual.errors import StorageFault
-from ragqual.store import schema_check, sealing
+from ragqual.store import schema_check, sealed_rows, sealing
 from ragqual.store.models import HISTORY_TABLES, Run, RunEvent, SEALED_TABLES, Seal
 
 RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results", "retrieval_rankings")
@@ -184,6 +187,49 @@ def _check_runs(engine: Engine, seals: Sequence[Seal], sealed: _Sealed, run_ids:
                                             f"its seals lead to {(actual or 'none')[:12]}…"))
 
 
+def _check_spans(engine: Engine, seals: Sequence[Seal], verdict: Verdict) -> list[tuple[int, str, int, int]]:
+    """`seal_spans` against the spans the seals name (readers count what the spans cover)."""
+    expected = sealed_rows.chain_spans((s.id, s.kind, s.rows) for s in seals)
+    missing = Counter(expected)
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(sealed_rows.SPANS_TABLE):
+            verdict.findings.append(Finding("seal", sealed_rows.SPANS_TABLE, None, "the table is missing (dropped)"))
+            return expected
+        stored = conn.execute(text("SELECT id, seal_id, table_name, first_id, last_id FROM seal_spans ORDER BY id")).all()
+    for row_id, seal_id, table, first, last in stored:
+        key = (int(seal_id), str(table), int(first), int(last))
+        if missing[key] > 0:
+            missing[key] -= 1
+        else:
+            verdict.findings.append(Finding("seal", "seal_spans", row_id, f"covers {table} rows {first}-{last}, which "
+                                            f"seal {seal_id} does not name (readers would count them)"))
+    for (seal_id, table, first, last), n in sorted(missing.items()):
+        if n > 0:
+            verdict.findings.append(Finding("seal", "seal_spans", None, f"seal {seal_id}'s span of {table} rows "
+                                            f"{first}-{last} is missing (readers leave those rows out)"))
+    return expected
+
+
+def _check_run_rows(engine: Engine, spans: Sequence[tuple[int, str, int, int]], run_ids: set[int],
+                    verdict: Verdict, readable: set[str]) -> None:
+    """Rows of these runs that no seal covers (`verify RUN`; a full verify finds them per table)."""
+    by_table: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for _, table, first, last in spans:
+        by_table[table].append((first, last))
+    with engine.connect() as conn:
+        for table, sql in sealed_rows.RUN_ROWS.items():
+            if table not in readable or (table in ("trial_scores", "assertion_results") and "trials" not in readable):
+                continue
+            ranges = sorted(by_table.get(table, []))
+            starts = [first for first, _ in ranges]
+            query = text(sql).bindparams(bindparam("runs", expanding=True))
+            for run_id, row_id in conn.execute(query, {"runs": sorted(run_ids)}).all():
+                at = bisect.bisect_right(starts, row_id) - 1
+                if at < 0 or ranges[at][1] < row_id:
+                    verdict.findings.append(Finding("inserted", table, row_id, f"a row of run {run_id} no seal covers "
+                                                                             "(written outside ragqual)"))
+
+
 _SCHEMA_DETAIL = {
     "missing": "missing: the migrations at head create it",
     "extra": "extra: no migration creates it",
@@ -229,6 +275,10 @@ def verify(engine: Engine, run_ids: Sequence[int] | None = None,
     _check_rows(engine, sealed, wanted, verdict, [t for t in SEALED_TABLES if t in readable])
     if {"runs", "run_events"} <= readable:
         _check_runs(engine, seals, sealed, wanted, verdict)
+    if sealed_rows.SPANS_TABLE in readable:
+        spans = _check_spans(engine, seals, verdict)
+        if wanted is not None:
+            _check_run_rows(engine, spans, wanted, verdict, readable)
     if expect is not None:
         _check_expected(seals, expect, verdict)
     return verdict

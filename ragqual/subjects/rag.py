@@ -16,7 +16,7 @@ from typing import Any
 from ragqual.vocab import ChatRequest, ChatResponse
 from ragqual.core import answer_metrics, textmatch
 from ragqual.core.answer_patterns import PATTERNS_VERSION
-from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage
+from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage, reader_ceiling
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
 from ragqual.core.scoring import Outcome
@@ -132,15 +132,18 @@ class RagSubject(Subject):
     def golden(self, case: Case) -> Golden:
         return self.goldens[case.id]
 
-    def _passages(self, golden: Golden, mode: str, query: str) -> tuple[list[str], list[str]]:
-        """(passages, chunk or document ids) for a mode."""
+    def _passages(self, golden: Golden, mode: str, query: str) -> tuple[list[str], list[str], dict[str, Any] | None]:
+        """(passages, chunk or document ids, the e2e candidate list) for a mode. The candidates
+        (ids and dense similarities in rank order) are what `ragqual whatif` recomputes other
+        thresholds and context sizes from, with no new search."""
         if mode == "oracle":
-            return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids)
+            return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids), None
         if mode == "e2e":
             found = self.retriever().retrieve(query, self.retrieval_config)
-            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context]
+            candidates = {"ids": list(found.ranking.chunk_ids), "similarities": list(found.ranking.similarities)}
+            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context], candidates
         if mode == "noretrieval":
-            return [], []
+            return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
 
     def run_one(self, case: Case, variant: Variant, mode: str, repeat_index: int,
@@ -154,12 +157,14 @@ class RagSubject(Subject):
             responses.append(response)
             rewrite = response.text.strip() or golden.query
             query = rewrite
-        passages, ids = self._passages(golden, mode, query)
+        passages, ids, candidates = self._passages(golden, mode, query)
         request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
         raw = {"message": {"role": "assistant", "content": response.text}, "backend": response.raw,
                "retrievalQuery": query, "rewrite": rewrite, "injected": ids}
+        if candidates is not None:
+            raw["candidates"] = candidates
         return SubjectResult(
             output=response.text, raw=raw, telemetry=_telemetry(responses),
             rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
@@ -224,13 +229,15 @@ def context_metrics(golden: dict[str, Any], raw: Any, context: str) -> dict[str,
     contextRecall  share of the golden's relevant documents with a chunk in the context (the
                    retrieval tier's metric of the same name, measured on the trial itself)
     factCoverage   share of the golden's mustInclude facts found in the context
+    readerCeiling  1 when a perfect reader could pass on this context (`core.diagnosis.reader_ceiling`)
     None where the golden has no relevant documents or facts (out-of-corpus questions), or the
     raw response does not say what was injected (a trial stored before these metrics existed).
     """
     if not isinstance(raw, dict) or "injected" not in raw:
         return {}
     evidence = evidence_from(golden, raw, context, answer="")
-    return {"contextRecall": document_recall(evidence), "factCoverage": fact_coverage(evidence, textmatch.found)}
+    return {"contextRecall": document_recall(evidence), "factCoverage": fact_coverage(evidence, textmatch.found),
+            "readerCeiling": float(reader_ceiling(evidence, textmatch.found))}
 
 
 def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float | None]:

@@ -41,7 +41,8 @@ def test_a_run_compared_with_itself_exits_0(runs, workdir, capsys):
 
 def test_context_k_1_against_5_is_a_regression_of_what_the_model_was_given(runs, workdir, capsys):
     # With one chunk of context the golden's relevant documents and facts are missing from the
-    # context of many questions: contextRecall and factCoverage regress (exit 1). The mock's pass
+    # context of many questions: contextRecall, factCoverage and with them the reader ceiling regress
+    # (exit 1). The mock's pass
     # share drops too, but it also gains near-miss questions (fewer competing numbers), so over 171
     # questions the exact McNemar test cannot tell that drop from noise: `inconclusive`, with an MDE
     # above it. The tolerance gate fails it on pass alone.
@@ -57,7 +58,9 @@ def test_context_k_1_against_5_is_a_regression_of_what_the_model_was_given(runs,
     assert passed["n"] == 171 and passed["b"] > passed["c"] and passed["delta"] < -0.02
     assert passed["p_value"] == mcnemar_exact(passed["b"], passed["c"]) > 0.05
     assert passed["verdict"] == "inconclusive" and passed["mde"] > abs(passed["delta"])
-    assert {m for m, r in rows.items() if r["verdict"] == "regression"} == {"contextRecall", "factCoverage"}
+    assert {m for m, r in rows.items() if r["verdict"] == "regression"} == {"contextRecall", "factCoverage",
+                                                                            "readerCeiling"}
+    assert rows["readerCeiling"]["test"] == "mcnemar-exact" and rows["readerCeiling"]["p_adjusted"] < 0.05
     code, _, err = _compare(workdir, capsys, str(runs["k5"]), str(runs["k1"]), "--gate", "tolerance")
     assert code == 1 and "mock/e2e pass (-0.041)" in err
 

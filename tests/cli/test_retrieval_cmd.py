@@ -1,6 +1,8 @@
 import json
 import sqlite3
 
+import pytest
+
 from ragqual.cli.main import cli
 from ragqual.pipeline.report import quality_text
 from tests.cli.conftest import invoke
@@ -41,7 +43,7 @@ def test_run_is_appended_with_per_question_rows(workdir):
     # the stored per-question mean is the report's number
     stored = db.execute("SELECT AVG(value) FROM metric_values WHERE run_id=1 AND group_key='hybrid' AND metric='recall@5'").fetchone()[0]
     report, _ = _report(workdir, 1)
-    assert round(stored, 4) == report["quality"]["hybrid"]["overall"]["recall@5"]
+    assert stored == pytest.approx(report["quality"]["hybrid"]["overall"]["recall@5"], rel=1e-12)  # full precision
 
 
 def test_exported_trec_files_evaluate_to_the_same_numbers(workdir):

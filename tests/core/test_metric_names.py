@@ -79,7 +79,7 @@ def test_display_order_of_every_concrete_retrieval_and_generation_name():
 def test_tiers():
     assert {m.name for m in mn.metrics_for(Tier.ENGINE)} == {"score", "pass"}
     assert {m.name for m in mn.metrics_for(Tier.GENERATION)} == {
-        "correctness", "refusalCorrectness", "leakage", "groundedness", "factCoverage", "thinkTagLeak"}
+        "correctness", "refusalCorrectness", "leakage", "groundedness", "factCoverage", "readerCeiling", "thinkTagLeak"}
     assert mn.tier("contextChars") is Tier.RETRIEVAL and mn.tier("ndcg_cut_5") is Tier.RETRIEVAL
     assert mn.tier("label_correct") is None
 
@@ -99,12 +99,12 @@ def test_every_screen_shows_registered_names_only(screen):
 
 
 def test_the_screens_hold_their_documented_columns():
-    assert mn.RETRIEVAL_HEADLINE == ("recall@1", "recall@5", "hit@5", "mrr", "ndcg@10", "map@10", "precision@5",
-                                     "nonEmptyRefusal")
+    assert mn.RETRIEVAL_HEADLINE == ("recall@1", "recall@5", "contextRecall", "hit@5", "mrr", "ndcg@10", "map@10",
+                                     "precision@5", "nonEmptyRefusal")
     assert mn.DEEP_HEADLINE == ("map", "ndcg@10", "ndcg", "recall@5", "recall@10", "recall@100", "mrr",
                                 "precision@5")
-    assert mn.HISTORY_HEADLINES["retrieval"] == ("recall@5", "ndcg@10", "mrr")
-    assert mn.HISTORY_HEADLINES["generation"] == ("score", "pass", "correctness")
+    assert mn.HISTORY_HEADLINES["retrieval"] == ("recall@5", "contextRecall", "ndcg@10", "mrr")
+    assert mn.HISTORY_HEADLINES["generation"] == ("score", "pass", "correctness", "contextRecall")
 
 
 def test_every_trec_eval_measure_ragqual_computes_is_registered():

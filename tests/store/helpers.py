@@ -48,4 +48,4 @@ def append_old_layout_hits(engine: Engine, run_id: int, rows: Sequence[Retrieval
         sealing.lock(session)
         before = sealing.high_water(session, tables)
         bulk_insert_tuples(session, table_of(RetrievalResult), OLD_RETRIEVAL_COLUMNS, [(run_id, *r) for r in rows])
-        sealing.seal(session, before, run_id)
+        sealing.seal(session, before, run_id, spans="seal_spans" in present)

@@ -1,0 +1,232 @@
+"""Counterfactual contexts: what another similarity cut-off or context size would have handed
+the reader, recomputed from the candidate list each e2e trial stored (no new search).
+
+The context rule lives here once (`context_indices`); the retrieval pipeline imports it, so a
+counterfactual is built exactly as a run would have built it. Pure: no I/O. The reader that turns
+a context into a verdict (the echo mock) is passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import fmean, median
+
+from ragqual.core.diagnosis import Evidence, Matcher, doc_of, document_recall, fact_coverage, reader_ceiling
+from ragqual.errors import InputError
+
+
+def context_indices(similarities: Sequence[float], threshold: float | None, context_k: int) -> list[int]:
+    """Positions (in rank order) of the candidates that reach the prompt: the first `context_k`
+    whose dense similarity reaches the threshold (all candidates count when there is none)."""
+    if threshold is None:
+        return list(range(min(context_k, len(similarities))))
+    return [i for i, sim in enumerate(similarities) if sim >= threshold][:context_k]
+
+
+@dataclass(frozen=True)
+class Setting:
+    threshold: float | None
+    context_k: int
+
+    def label(self) -> str:
+        cut = "-" if self.threshold is None else f"{self.threshold:.2f}"
+        return f"threshold {cut}, context-k {self.context_k}"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One e2e trial as a counterfactual reads it."""
+
+    case_id: str
+    split: str | None
+    expect_refusal: bool
+    relevant_docs: tuple[str, ...]
+    must_include: tuple[str, ...]
+    must_not_include: tuple[str, ...]
+    candidate_ids: tuple[str, ...]
+    similarities: tuple[float, ...]
+
+
+Reader = Callable[[Question, Sequence[str]], float | None]  # (question, passages) -> correctness
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One question under one setting."""
+
+    empty: bool
+    lost_relevant: bool  # fewer relevant documents in the context than at the run's own setting
+    context_recall: float | None
+    fact_coverage: float | None
+    reader_ceiling: float
+    reader: float | None
+
+
+@dataclass(frozen=True)
+class Row:
+    """The aggregate of one setting over a set of questions; None where no question qualifies."""
+
+    setting: Setting
+    questions: int
+    refusals: int
+    refusals_empty: float | None  # share of out-of-corpus questions whose context would be empty
+    answerable: int
+    answerable_lost: float | None  # share of answerable questions that would lose a relevant document
+    context_recall: float | None
+    fact_coverage: float | None
+    reader_ceiling: float | None
+    reader: float | None  # the reader's pass share (the mock's correctness), when one is given
+
+    def objective(self) -> float | None:
+        """What a setting is chosen on: the reader's pass share when there is a reader, else the
+        reader ceiling's."""
+        return self.reader if self.reader is not None else self.reader_ceiling
+
+
+def evidence(q: Question, ids: Sequence[str], context: str) -> Evidence:
+    return Evidence(q.expect_refusal, q.relevant_docs, tuple(ids), context, "", q.must_include, q.must_not_include)
+
+
+def outcome(q: Question, setting: Setting, own: Setting, texts: Mapping[str, str], matches: Matcher,
+            reader: Reader | None = None) -> Outcome:
+    ids = [q.candidate_ids[i] for i in context_indices(q.similarities, setting.threshold, setting.context_k)]
+    passages = [texts[i] for i in ids]
+    e = evidence(q, ids, "\n\n".join(passages))
+    own_ids = [q.candidate_ids[i] for i in context_indices(q.similarities, own.threshold, own.context_k)]
+    relevant = set(q.relevant_docs)
+    lost = len(relevant & {doc_of(i) for i in ids}) < len(relevant & {doc_of(i) for i in own_ids})
+    return Outcome(
+        empty=not ids, lost_relevant=lost, context_recall=document_recall(e), fact_coverage=fact_coverage(e, matches),
+        reader_ceiling=float(reader_ceiling(e, matches)), reader=None if reader is None else reader(q, passages),
+    )
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return fmean(kept) if kept else None
+
+
+def aggregate(setting: Setting, questions: Sequence[Question], outcomes: Sequence[Outcome]) -> Row:
+    refusals = [o for q, o in zip(questions, outcomes) if q.expect_refusal]
+    answerable = [o for q, o in zip(questions, outcomes) if not q.expect_refusal]
+    return Row(
+        setting, len(questions),
+        len(refusals), _mean(float(o.empty) for o in refusals),
+        len(answerable), _mean(float(o.lost_relevant) for o in answerable),
+        _mean(o.context_recall for o in answerable), _mean(o.fact_coverage for o in answerable),
+        _mean(o.reader_ceiling for o in outcomes), _mean(o.reader for o in outcomes),
+    )
+
+
+def evaluate(questions: Sequence[Question], settings: Sequence[Setting], own: Setting, texts: Mapping[str, str],
+             matches: Matcher, reader: Reader | None = None) -> dict[Setting, list[Outcome]]:
+    """Every question's outcome under every setting."""
+    return {s: [outcome(q, s, own, texts, matches, reader) for q in questions] for s in settings}
+
+
+def rows_for(questions: Sequence[Question], outcomes: Mapping[Setting, Sequence[Outcome]],
+             split: str | None = None) -> list[Row]:
+    """One row per setting over the questions of `split` (all questions when None)."""
+    keep = [i for i, q in enumerate(questions) if split is None or q.split == split]
+    chosen = [questions[i] for i in keep]
+    return [aggregate(s, chosen, [outs[i] for i in keep]) for s, outs in outcomes.items()]
+
+
+def best(rows: Sequence[Row], own: Setting) -> Row | None:
+    """The setting with the highest objective; the run's own setting wins a tie (no change is
+    advised for nothing), then the earlier row."""
+    scored = [r for r in rows if r.objective() is not None]
+    if not scored:
+        return None
+    top = max(r.objective() or 0.0 for r in scored)
+    tied = [r for r in scored if r.objective() == top]
+    preferred = [r for r in tied if r.setting == own] or [r for r in tied if r.setting.context_k == own.context_k]
+    return (preferred or tied)[0]
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """How far out-of-corpus questions' best similarity overlaps answerable questions' best
+    relevant similarity: when it does, no single cut-off separates them."""
+
+    refusal_top: tuple[float, float, float] | None  # min, median, max
+    relevant_top: tuple[float, float, float] | None
+    refusals_above: float | None  # share of refusal questions whose top similarity reaches the lowest relevant one
+
+
+def _spread(values: Sequence[float]) -> tuple[float, float, float] | None:
+    return (min(values), median(values), max(values)) if values else None
+
+
+def overlap(questions: Sequence[Question]) -> Overlap:
+    refusal = [q.similarities[0] for q in questions if q.expect_refusal and q.similarities]
+    relevant = []
+    for q in questions:
+        sims = [s for i, s in zip(q.candidate_ids, q.similarities) if doc_of(i) in set(q.relevant_docs)]
+        if not q.expect_refusal and sims:
+            relevant.append(max(sims))
+    above = None
+    if refusal and relevant:
+        above = sum(1 for s in refusal if s >= min(relevant)) / len(refusal)
+    return Overlap(_spread(refusal), _spread(relevant), above)
+
+
+def advice(rows: Sequence[Row], own: Setting, objective_name: str, chosen_on: str,
+           held_out: Sequence[Row] | None = None) -> str | None:
+    """One sentence naming a setting, only when it raises the objective on these questions
+    (chosen on `chosen_on`); None when the run's own setting is already the best measured.
+    `held_out` (the test split's rows) adds what the chosen setting gives on questions it was
+    not chosen on."""
+    own_row = next((r for r in rows if r.setting == own), None)
+    top = best(rows, own)
+    if own_row is None or top is None or top.setting == own:
+        return None
+    before, after = own_row.objective(), top.objective()
+    if before is None or after is None or after <= before:
+        return None
+    parts = [f"{top.setting.label()} would raise {objective_name} from {before:.3f} to {after:.3f} on {chosen_on}"]
+    test_own = next((r for r in held_out or () if r.setting == own), None)
+    test_top = next((r for r in held_out or () if r.setting == top.setting), None)
+    if test_own and test_top and test_own.objective() is not None and test_top.objective() is not None:
+        parts[0] += f" ({test_own.objective():.3f} -> {test_top.objective():.3f} on test)"
+    if top.refusals_empty is not None and own_row.refusals_empty is not None:
+        parts.append(f"out-of-corpus questions declined {own_row.refusals_empty:.3f} -> {top.refusals_empty:.3f}")
+    if top.answerable_lost is not None:
+        parts.append(f"answerable questions losing a relevant document {top.answerable_lost:.3f}")
+    return "; ".join(parts) + " (measured by `ragqual whatif` from the stored candidates)."
+
+
+def no_cut_off(o: Overlap, objective_name: str, chosen_on: str) -> str:
+    """Why no setting is named: the similarities overlap."""
+    text = f"no cut-off or context size tried raises {objective_name} on {chosen_on}"
+    if o.refusal_top and o.relevant_top and o.refusals_above is not None:
+        text += (f": out-of-corpus questions' top similarity spans {o.refusal_top[0]:.3f}-{o.refusal_top[2]:.3f} "
+                 f"(median {o.refusal_top[1]:.3f}), answerable questions' best relevant chunk "
+                 f"{o.relevant_top[0]:.3f}-{o.relevant_top[2]:.3f} (median {o.relevant_top[1]:.3f}); "
+                 f"{o.refusals_above:.3f} of the out-of-corpus questions reach the lowest relevant similarity")
+    return text + "."
+
+
+def parse_range(text: str) -> list[float]:
+    """`0.3:0.8:0.05` (start:stop:step, stop included) or `0.3,0.5`: the thresholds to try."""
+    try:
+        if ":" in text:
+            start, stop, step = (float(p) for p in text.split(":"))
+            if step <= 0 or stop < start:
+                raise ValueError
+            count = int(round((stop - start) / step)) + 1
+            return [round(start + i * step, 10) for i in range(count)]
+        return [float(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise InputError(f"--threshold {text!r}: use start:stop:step (0.3:0.8:0.05) or a list (0.3,0.5)") from None
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        ks = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        ks = []
+    if not ks or any(k < 1 for k in ks):
+        raise InputError(f"--context-k {text!r}: use whole numbers of 1 or more (1,3,5,8)")
+    return ks
