@@ -55,12 +55,16 @@ def test_no_glossary_is_applied_unless_the_project_names_one(project, capsys):
     assert stored_configs(project)["dense"]["glossary"] is None
     code, out, err = run(["retrieval", "--strategy", "dense", "--expand"], capsys)
     assert code == 2 and "--expand needs an acronym glossary" in err
+    code, out, err = run(["corpus", "check"], capsys)
+    assert code == 0 and "glossary none (no acronym expansion)" in out
 
 
 def test_a_named_glossary_expands_and_its_digest_is_recorded(project, capsys):
     from ragqual.core.glossary import parse_glossary
 
     name_glossary(project, "# radio\nVHF = very high frequency\n")
+    code, out, err = run(["corpus", "check"], capsys)
+    assert code == 0 and "glossary glossary.txt: 1 acronym" in out
     code, out, err = run(["retrieval", "--strategy", "dense", "--ablate"], capsys)
     assert code == 0, err
     configs = stored_configs(project)
