@@ -5,11 +5,14 @@ averaged); a question unstable on either side (passed in some repeats, failed in
 out and counted. For each metric of each group present on both sides:
 
 * a binary metric (pass, correctness, hit@k ... with every value 0 or 1) gets the exact McNemar
-  test on the discordant counts b (1 -> 0) and c (0 -> 1) and Newcombe's paired interval;
-* any other metric gets the paired sign-flip randomization test and a paired bootstrap interval;
+  test on the discordant counts b (1 -> 0) and c (0 -> 1);
+* any other metric gets the paired sign-flip randomization test;
 * with clusters (`cluster="doc"`: questions sharing a relevant document, transitively) both kinds
-  get the sign-flip test with one sign per cluster and the cluster bootstrap, and the standard
-  error is the cluster-robust one;
+  get the sign-flip test with one sign per cluster, and the standard error is the cluster-robust one;
+* every interval is inverted from the test beside it (`stats.mcnemar_interval`,
+  `stats.randomization_interval`, `stats.cluster_randomization_interval`), so it excludes 0 exactly
+  when the unadjusted p-value is below alpha; an interval no data could close (too few questions
+  for the test ever to reject) is shown as the metric's whole range;
 * the minimum detectable effect at `power` and `alpha` from the observed paired variance and n
   (for a McNemar metric never below the share of questions the exact test needs, 6 / n at 0.05;
   None for a graded metric whose paired differences have no spread: `stats.detectable_effect`);
@@ -365,16 +368,17 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
     rng = metric_rng(options.seed, label, metric, tag)
     binary = _is_binary(metric, base, new)
     counts = stats.paired_counts(base, new) if binary else None
+    confidence = 1 - options.alpha
     if clusters is not None:
         test = "cluster-randomization"
-        lo, hi, p = _cluster_statistics(base, new, clusters, rng, options.resamples, 1 - options.alpha)
+        lo, hi, p = _cluster_statistics(base, new, clusters, rng, options.resamples, confidence)
     elif counts is not None:
         test = "mcnemar-exact"
-        lo, hi = stats.newcombe_paired_interval(counts, 1 - options.alpha)
-        p = stats.mcnemar_exact(counts.b, counts.c)
+        inverted = stats.mcnemar_interval(counts, confidence)
+        lo, hi, p = inverted.lo, inverted.hi, inverted.p_value
     else:
         test = "randomization"
-        lo, hi, p = _graded_statistics(base, new, rng, options.resamples, 1 - options.alpha)
+        lo, hi, p = _graded_statistics(base, new, rng, options.resamples, confidence)
     wins, ties, losses = stats.win_tie_loss(base, new)
     lower = lower_is_better(metric)
     if lower:
@@ -393,20 +397,31 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
 
 def _graded_statistics(base: list[float], new: list[float], rng: np.random.Generator, resamples: int,
                        confidence: float) -> tuple[float, float, float]:
-    """Bootstrap interval and p-value; identical questions give (0, 0) and 1 without resampling,
-    which is exactly what resampling would return."""
+    """The randomization test and its inverted interval; identical questions give (0, 0) and 1
+    without resampling, which is exactly what the test would return."""
     if base == new:
         return 0.0, 0.0, 1.0
-    ci = stats.paired_bootstrap_ci(base, new, rng, n_resamples=resamples, confidence=confidence)
-    return ci.lo, ci.hi, stats.paired_randomization_test(base, new, rng, n_permutations=resamples)
+    inverted = stats.randomization_interval(base, new, rng, n_permutations=resamples, confidence=confidence)
+    return _bounded(inverted.lo, base, new), _bounded(inverted.hi, base, new), inverted.p_value
 
 
 def _cluster_statistics(base: list[float], new: list[float], clusters: list[int], rng: np.random.Generator,
                         resamples: int, confidence: float) -> tuple[float, float, float]:
     if base == new:
         return 0.0, 0.0, 1.0
-    ci = stats.cluster_bootstrap_ci(base, new, clusters, rng, n_resamples=resamples, confidence=confidence)
-    return ci.lo, ci.hi, stats.cluster_randomization_test(base, new, clusters, rng, n_permutations=resamples)
+    inverted = stats.cluster_randomization_interval(base, new, clusters, rng, n_permutations=resamples,
+                                                    confidence=confidence)
+    return _bounded(inverted.lo, base, new), _bounded(inverted.hi, base, new), inverted.p_value
+
+
+def _bounded(end: float, base: Sequence[float], new: Sequence[float]) -> float:
+    """An infinite interval end (too few questions for the test ever to reject) as the largest
+    difference the metric can show: +-1 for a metric between 0 and 1, else +- the observed range."""
+    if math.isfinite(end):
+        return end
+    values = [*base, *new]
+    span = 1.0 if min(values) >= 0.0 and max(values) <= 1.0 else max(values) - min(values)
+    return math.copysign(span, end)
 
 
 def _tag_tests(label: str, metric: str, pairs: Pairs, cases: Mapping[str, CaseInfo], unstable_count: int,
@@ -487,3 +502,12 @@ def compare_sources(app: AppContext, base: str, new: str, options: Options, scor
     if from_history:
         comparison = replace(comparison, history=history_head(read_store().engine))
     return mark_incomplete(comparison, incomplete_sources(base_summary, new_summary))
+
+
+def compare_metric(base: Summary, base_group: str, new: Summary, new_group: str, metric: str,
+                   options: Options = Options()) -> MetricComparison | None:
+    """One metric of one group of NEW against one group of BASE, tested as `compare` tests it (None
+    when no question has it on both sides)."""
+    b, n = pair_single_groups(only_group(base, base_group), only_group(new, new_group))
+    result = compare(b, n, replace(options, metrics=(metric,)))
+    return result.rows[0] if result.rows else None

@@ -3,7 +3,7 @@ append everything to the history, and return what a report needs (no printing)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,12 @@ def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]
 
 def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
                   configs: dict[str, RetrievalConfig], *, kind: str = "retrieval",
-                  retriever: Retriever | None = None) -> RetrievalOutcome:
+                  retriever: Retriever | None = None,
+                  extra_params: Callable[[dict[str, TierResult]], dict[str, Any]] | None = None) -> RetrievalOutcome:
     """Run each named configuration over the goldens and append everything to the history. The
-    history is opened first: a database behind the current migration is refused before any search."""
+    history is opened first: a database behind the current migration is refused before any search.
+    `extra_params` adds to the run's recorded parameters what only the results tell (a sweep's
+    latency and index figures)."""
     store = app.store()
     configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
@@ -125,7 +128,7 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
     provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},
                                  "chunking": corpus.chunk_config.as_dict(), "embedder": corpus.embedder_id,
-                                 "goldens": len(goldens)},
+                                 "goldens": len(goldens), **(extra_params(results) if extra_params else {})},
                          corpus_fingerprint=corpus.fingerprint, dataset_hash=goldens_hash(goldens))
     run_id = store.start_run(kind, SUBJECT, provenance)
     record_goldens(app, goldens)

@@ -4,7 +4,9 @@ Each argument is a run id or a baseline file, optionally followed by `:strategy`
 group of it. A baseline holding several strategies must name one; a candidate without a
 strategy stands for each of its strategies (the baseline's own group left out). The rule itself
 is `ragqual.core.adoption.decide` over the group means of its priority metrics
-(`ragqual.core.metric_names.ADOPTION_PRIORITY`).
+(`ragqual.core.metric_names.ADOPTION_PRIORITY`); beside it, each candidate's deciding metric is
+tested against the baseline question by question as `ragqual compare` tests it
+(`ragqual.app.comparison.compare_metric`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import click
 import pandas as pd
 
 from ragqual.app.gates import incomplete_sources
-from ragqual.app.comparison import check_comparable
+from ragqual.app.comparison import Options, check_comparable, compare_metric
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import run_summary
 from ragqual.cli.output import emit_document, format_option, output_format
-from ragqual.core.adoption import PRIORITY, Verdict, decide
+from ragqual.core.adoption import PRIORITY, PairedEvidence, Verdict, decide, with_evidence
+from ragqual.core.verdicts import DEFAULT_ALPHA
 from ragqual.errors import InputError
 from ragqual.store.summaries import Summary, load_baseline
 
@@ -85,34 +88,69 @@ def _candidates(spec: Spec, summary: Summary, base_key: tuple[str, str]) -> list
     return [g for g in summary.groups if (spec.target, g) != base_key]
 
 
+@dataclass(frozen=True)
+class Gathered:
+    base_label: str
+    base: tuple[Summary, str]  # the baseline's summary and group
+    candidates: dict[str, tuple[Summary, str]]  # candidate label -> its summary and group
+
+    def means(self) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        summary, group = self.base
+        return summary.groups[group].means(), {k: s.groups[g].means() for k, (s, g) in self.candidates.items()}
+
+
 def gather(app: AppContext, base: str, candidates: tuple[str, ...], source: str, allow_incomplete: bool = False,
-           ) -> tuple[str, dict[str, float], dict[str, dict[str, float]]]:
-    """(baseline label, baseline means, candidate label -> means) from the arguments."""
+           ) -> Gathered:
+    """The baseline and each candidate group named by the arguments."""
     load = _Loader(app, allow_incomplete)
     base_spec = parse_spec(base, source)
     base_summary = load(base_spec)
     base_group = _baseline_group(base_spec, base_summary)
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, tuple[Summary, str]] = {}
     for raw in candidates:
         spec = parse_spec(raw, source)
         summary = load(spec)
         check_comparable(base_summary, summary)
         for group in _candidates(spec, summary, (base_spec.target, base_group)):
-            out[f"{spec.target}:{group}"] = summary.groups[group].means()
+            out[f"{spec.target}:{group}"] = (summary, group)
     if not out:
         raise InputError("no candidate left to judge (a candidate equal to the baseline is skipped)")
-    return f"{base_spec.target}:{base_group}", base_summary.groups[base_group].means(), out
+    return Gathered(f"{base_spec.target}:{base_group}", (base_summary, base_group), out)
+
+
+def paired_evidence(gathered: Gathered, metric: str | None, options: Options) -> dict[str, PairedEvidence]:
+    """Each candidate's deciding metric tested against the baseline over the paired questions."""
+    if metric is None:
+        return {}
+    out = {}
+    base_summary, base_group = gathered.base
+    for name, (summary, group) in gathered.candidates.items():
+        row = compare_metric(base_summary, base_group, summary, group, metric, options)
+        if row is not None:
+            out[name] = PairedEvidence(row.test, row.n, row.delta, row.ci_low, row.ci_high, row.p_value, row.mde,
+                                       row.verdict)
+    return out
 
 
 def verdict_frame(base_label: str, base: dict[str, float], candidates: dict[str, dict[str, float]],
-                  verdict: Verdict) -> pd.DataFrame:
+                  verdict: Verdict, evidence: dict[str, PairedEvidence] | None = None) -> pd.DataFrame:
+    """One row per side: the priority metrics' means and the rule's outcome, then the paired test of
+    the deciding metric (`delta`, `ci_low`, `ci_high`, `p_value`, `mde`, `test_verdict`)."""
+    evidence = evidence or {}
     rows = [{"name": base_label, "role": "baseline", **{m: base.get(m) for m in PRIORITY},
-             "cleared": None, "reason": ""}]
+             "cleared": None, **_evidence_cells(None), "reason": ""}]
     for name, metrics in candidates.items():
         outcome = verdict.outcomes[name]
         rows.append({"name": name, "role": "candidate", **{m: metrics.get(m) for m in PRIORITY},
-                     "cleared": outcome.cleared, "reason": outcome.reason})
+                     "cleared": outcome.cleared, **_evidence_cells(evidence.get(name)), "reason": outcome.reason})
     return pd.DataFrame(rows)
+
+
+def _evidence_cells(e: PairedEvidence | None) -> dict[str, object]:
+    if e is None:
+        return {"delta": None, "ci_low": None, "ci_high": None, "p_value": None, "mde": None, "test_verdict": None}
+    return {"delta": e.delta, "ci_low": e.ci_low, "ci_high": e.ci_high, "p_value": e.p_value, "mde": e.mde,
+            "test_verdict": e.verdict}
 
 
 def _incomplete_of(app: AppContext, name: str) -> str:
@@ -131,19 +169,29 @@ def _incomplete_of(app: AppContext, name: str) -> str:
               help="Read the arguments as run ids, as baseline files, or decide by whether the path exists.")
 @click.option("--allow-incomplete", is_flag=True, help="Judge runs whose last event is not `finished` "
               "(their rows then say so).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the paired test's random sign flips.")
+@click.option("--alpha", type=float, default=DEFAULT_ALPHA, show_default=True,
+              help="Significance level of the paired test (its interval is at 1 - alpha).")
 @format_option()
 @click.pass_obj
 def adopt_cmd(app: AppContext, base: str, candidates: tuple[str, ...], source: str, allow_incomplete: bool,
-              fmt: str) -> None:
-    """Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict, change no default."""
-    base_label, base_means, candidate_means = gather(app, base, candidates, source, allow_incomplete)
-    verdict = decide(base_means, candidate_means)
+              seed: int, alpha: float, fmt: str) -> None:
+    """Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict with the paired test of
+    the deciding metric beside it; change no default."""
+    gathered = gather(app, base, candidates, source, allow_incomplete)
+    base_label = gathered.base_label
+    base_means, candidate_means = gathered.means()
+    rule = decide(base_means, candidate_means)
+    evidence = paired_evidence(gathered, rule.deciding_metric, Options(alpha=alpha, seed=seed))
+    verdict = with_evidence(rule, evidence, 1 - alpha)
     header = {"baseline": base_label, "saturated": list(verdict.saturated) or "none",
               "deciding_metric": verdict.deciding_metric or "none", "best": verdict.best or "none",
               "verdict": verdict.sentence}
-    table = verdict_frame(base_label, base_means, candidate_means, verdict)
+    table = verdict_frame(base_label, base_means, candidate_means, verdict, evidence)
     if allow_incomplete:
         table["incomplete"] = [_incomplete_of(app, name) for name in table["name"]]
     fmt = output_format(fmt, app.as_json)
+    if fmt == "table":  # each reason is printed in full below the table
+        table = table.drop(columns="reason")
     notes = [] if fmt == "json" else [verdict.sentence, *(f"{n}: {o.reason}" for n, o in verdict.outcomes.items())]
     emit_document("adoption rule", header, [("candidates", table)], fmt, notes)

@@ -30,7 +30,8 @@ SUMMARIES: dict[str, str] = {
     "retrieval": "Run the retrieval tier: no chat model, deterministic, seconds.",
     "generation": "Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.",
     "matrix": "Capability table of several models: the artefact to look up when someone reports a bad answer.",
-    "sweep": "Run the retrieval grid and record quality next to latency p95, index size and context size.",
+    "sweep": ("Run the retrieval grid, and the chunking and embedder axes each in its own index; record quality "
+              "next to latency p95, index size, ingest time and context size, gated against the first configuration."),
     "trec-eval": "Evaluate a TREC run file against a qrels file with ragqual's metrics (trec_eval semantics).",
     "corpus": "Validate the corpus and goldens, and manage the eval chunks in Qdrant.",
     "db": "Create, upgrade and inspect the history database schema.",

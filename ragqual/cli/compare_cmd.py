@@ -50,9 +50,9 @@ from ragqual.errors import GateFailed
                    f"the headline metrics of a strategy group ({', '.join(gated_names())}).")
 @click.option("--all-metrics", "every_metric", is_flag=True,
               help="Compare every metric both sides hold (sizes excepted).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap and randomization tests.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the randomization tests (and so of their intervals).")
 @click.option("--resamples", type=click.IntRange(min=1), default=DEFAULT_RESAMPLES, show_default=True,
-              help="Bootstrap resamples and random sign flips per test.")
+              help="Random sign flips per randomization test (its interval uses the same ones).")
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True,
               help="Scorer behind `score` and `pass` of a run.")
 @click.option("--scorer-version", type=int, help="Scorer version for runs (default: each trial's newest).")

@@ -39,12 +39,22 @@ _NAMES = tuple(f.name for f in fields(CorpusOptions))
 
 def corpus_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Add the shared corpus options to a click command; it receives them as `corpus_opts`."""
+    return corpus_options_except()(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        opts = CorpusOptions(**{name: kwargs.pop(name) for name in _NAMES})
-        return fn(*args, corpus_opts=opts, **kwargs)
 
-    for option in reversed(_OPTIONS):
-        wrapper = option(wrapper)
-    return wrapper
+def corpus_options_except(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The shared corpus options without `names` (fields of CorpusOptions, left None), for a
+    command that declares those options itself in another form (`sweep`'s comma-separated lists)."""
+    kept = [(name, option) for name, option in zip(_NAMES, _OPTIONS, strict=True) if name not in names]
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            opts = CorpusOptions(**{name: kwargs.pop(name) for name, _ in kept})
+            return fn(*args, corpus_opts=opts, **kwargs)
+
+        for _, option in reversed(kept):
+            wrapper = option(wrapper)
+        return wrapper
+
+    return decorate

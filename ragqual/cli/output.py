@@ -7,6 +7,7 @@ json and csv carry the raw values.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -63,8 +64,14 @@ def frame_to_text(frame: pd.DataFrame, fmt: str) -> str:
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as JSON-ready dicts: NaN becomes null, timestamps ISO text."""
-    return json.loads(frame.to_json(orient="records", date_format="iso"))
+    """Rows as JSON-ready dicts: NaN becomes null, timestamps ISO text, and every finite number at
+    its full precision (pandas' JSON writer would round floats to 10 decimals)."""
+    records: list[dict[str, Any]] = json.loads(frame.to_json(orient="records", date_format="iso"))
+    for record, raw in zip(records, frame.to_dict(orient="records"), strict=True):
+        for key, value in raw.items():
+            if isinstance(value, float) and math.isfinite(value):
+                record[str(key)] = float(value)
+    return records
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -32,7 +32,7 @@ def ablation_table(results: dict[str, TierResult]) -> str:
 def _delta(value: float | None, base: float | None) -> float | None:
     if value is None or base is None:
         return None
-    return round(value - base, 4)
+    return value - base  # rounded once, by the table
 
 
 @click.command("retrieval")

@@ -6,6 +6,11 @@ and skipped. The deciding metric is the first in `PRIORITY` with headroom. A can
 when it improves the deciding metric by more than the float slack and regresses none of the
 priority metrics (saturated ones included) by more than the slack.
 
+The rule compares point estimates (group means). Beside it stands the paired test of the deciding
+metric over the same questions (`with_evidence`): its interval, p-value and minimum detectable
+effect. When the rule clears a candidate on point estimates but the test does not call the gain an
+improvement, the verdict says so in as many words.
+
 The rule only produces a verdict. Moving a shipped default is a separate, deliberate change.
 """
 
@@ -13,9 +18,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
 from ragqual.core.metric_names import ADOPTION_PRIORITY
+from ragqual.core.verdicts import IMPROVEMENT
 from ragqual.errors import InputError
 
 PRIORITY: tuple[str, ...] = ADOPTION_PRIORITY
@@ -140,3 +147,61 @@ def _result_clause(deciding: str, outcomes: Mapping[str, CandidateOutcome], best
     if others:
         clause += f"; also clearing: {', '.join(others)}"
     return clause + "."
+
+
+@dataclass(frozen=True)
+class PairedEvidence:
+    """The paired test of one candidate's deciding metric against the baseline, question by question
+    (as `ragqual compare` computes it): the mean paired difference, the interval inverted from the
+    test, its p-value, the minimum detectable effect (None when there is none to state) and the
+    comparison's verdict (`ragqual.core.verdicts`)."""
+
+    test: str
+    n: int
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    mde: float | None
+    verdict: str
+
+
+def with_evidence(verdict: Verdict, evidence: Mapping[str, PairedEvidence], confidence: float = 0.95) -> Verdict:
+    """The verdict with each candidate's paired test beside the rule: every reason gains the test's
+    figures, and the sentence says when the best candidate clears on point estimates only."""
+    metric = verdict.deciding_metric
+    if metric is None:
+        return verdict
+    outcomes = {
+        name: replace(o, reason=f"{o.reason}; {evidence_text(metric, evidence[name], confidence)}")
+        if name in evidence else o
+        for name, o in verdict.outcomes.items()
+    }
+    notes = [point_estimate_warning(name, metric, evidence[name])
+             for name, o in outcomes.items() if o.cleared and name in evidence]
+    extra = " ".join(n for n in notes if n)
+    sentence = verdict.sentence
+    if extra:
+        sentence = sentence.replace(_NEVER_CHANGES_DEFAULT, f"{extra} {_NEVER_CHANGES_DEFAULT}")
+    return replace(verdict, outcomes=outcomes, sentence=sentence)
+
+
+def evidence_text(metric: str, e: PairedEvidence, confidence: float = 0.95) -> str:
+    """`paired randomization test over 155 questions: ndcg@10 +0.032, 95% interval [-0.008, 0.071],
+    p = 0.1190, MDE 0.045: inconclusive`."""
+    mde = fmt_rate(e.mde) if e.mde is not None else "-"
+    return (f"paired {e.test} test over {e.n} questions: {metric} {fmt_delta(e.delta)}, "
+            f"{round(confidence * 100):d}% interval [{fmt_delta(e.ci_low)}, {fmt_delta(e.ci_high)}], "
+            f"p = {fmt_value(e.p_value, 'p')}, MDE {mde}: {e.verdict}")
+
+
+def point_estimate_warning(name: str, metric: str, e: PairedEvidence) -> str:
+    """For a candidate the rule clears: '' when the paired test calls the gain an improvement, else
+    the sentence that the rule cleared on point estimates only."""
+    if e.verdict == IMPROVEMENT:
+        return f"The paired test agrees for {name}: the {metric} gain is significant (p = {fmt_value(e.p_value, 'p')})."
+    below = (f"; the gain is below the minimum detectable effect ({fmt_rate(e.mde)})"
+             if e.mde is not None and abs(e.delta) < e.mde else "")
+    return (f"{name} clears the rule on point estimates only: the paired test of {metric} is {e.verdict} "
+            f"(p = {fmt_value(e.p_value, 'p')}, interval [{fmt_delta(e.ci_low)}, {fmt_delta(e.ci_high)}]){below}, "
+            "so the data do not show that the gain is real.")

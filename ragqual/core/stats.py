@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
 from typing import NamedTuple
 
@@ -457,3 +457,203 @@ def detectable_effect(
         return mde
     floor = mcnemar_min_discordant(alpha) / len(base)
     return floor if mde is None else max(mde, floor)
+
+
+# -- intervals by inverting the test beside them -----------------------------------------------------
+#
+# An interval printed beside a p-value must agree with it: it excludes 0 exactly when the test
+# rejects "no difference" at alpha. Each interval below is the set of shifts delta that the same
+# test, run on the data moved by delta, does not reject at alpha (a test-inverted interval).
+
+class TestInterval(NamedTuple):
+    """A test's two-sided p-value for "no difference" and its inverted interval for the mean
+    difference (bounds may be infinite when no shift at all can be rejected)."""
+
+    mean_diff: float
+    lo: float
+    hi: float
+    p_value: float
+
+
+# Bisection stops when the bracket is this small relative to the spread of the units.
+_BISECT_RELATIVE = 1e-10
+_BISECT_STEPS = 200
+
+
+def randomization_interval(
+    base: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, rng: np.random.Generator,
+    n_permutations: int = 10_000, exact_max_n: int = 12, confidence: float = 0.95,
+) -> TestInterval:
+    """The sign-flip randomization test of `paired_randomization_test` and its inverted interval.
+
+    One set of sign patterns (all 2**n with at most `exact_max_n` questions, else `n_permutations`
+    drawn from `rng` exactly as `paired_randomization_test` draws them, so the same generator state
+    gives the same p-value) serves every shift delta: p(delta) is the test of the differences
+    d_i - delta. The interval is {delta : p(delta) >= 1 - confidence}, its ends found by bisection.
+    """
+    diffs = paired_differences(base, new)
+    return _inverted_sign_flip(diffs, np.ones_like(diffs), rng, n_permutations, exact_max_n, confidence)
+
+
+def cluster_randomization_interval(
+    base: Sequence[float], new: Sequence[float], clusters: Sequence[int], rng: np.random.Generator,
+    n_permutations: int = 10_000, exact_max_n: int = 12, confidence: float = 0.95,
+) -> TestInterval:
+    """`cluster_randomization_test` and its inverted interval: the same inversion over cluster sums,
+    a shift delta of every question moving a cluster's sum by delta times its size."""
+    diffs = paired_differences(base, new)
+    sums, sizes = _cluster_sums(diffs, clusters)
+    return _inverted_sign_flip(sums, sizes.astype(float), rng, n_permutations, exact_max_n, confidence,
+                               mean_diff=float(diffs.mean()))
+
+
+def _inverted_sign_flip(
+    sums: np.ndarray, sizes: np.ndarray, rng: np.random.Generator, count: int, exact_max_n: int,
+    confidence: float, mean_diff: float | None = None,
+) -> TestInterval:
+    if count < 1:
+        raise InputError(f"n_permutations must be at least 1, got {count!r}")
+    if not 0 <= exact_max_n <= _EXACT_LIMIT:
+        raise InputError(f"exact_max_n must be between 0 and {_EXACT_LIMIT}, got {exact_max_n!r}")
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be between 0 and 1, got {confidence!r}")
+    flipped, flipped_sizes, exact = _sign_pattern_sums(sums, sizes, rng, count, exact_max_n)
+    total, weight = float(sums.sum()), float(sizes.sum())
+
+    def p_at(delta: float) -> float:
+        observed = abs(total - delta * weight)
+        threshold = observed - 1e-9 * max(1.0, float(np.abs(sums - delta * sizes).sum()))
+        hits = int(np.count_nonzero(np.abs(flipped - delta * flipped_sizes) >= threshold))
+        return hits / flipped.size if exact else (hits + 1) / (count + 1)
+
+    alpha = 1 - confidence
+    centre = total / weight
+    p_zero = p_at(0.0)
+    per_unit = sums / sizes
+    span = float(per_unit.max() - per_unit.min()) + 1.0
+    lo = _boundary(p_at, alpha, centre, float(per_unit.min()) - span, p_zero)
+    hi = _boundary(p_at, alpha, centre, float(per_unit.max()) + span, p_zero)
+    return TestInterval(centre if mean_diff is None else mean_diff, min(lo, hi), max(lo, hi), p_zero)
+
+
+def _sign_pattern_sums(sums: np.ndarray, sizes: np.ndarray, rng: np.random.Generator, count: int,
+                       exact_max_n: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """For each sign pattern s: (s . sums, s . sizes). The random patterns are drawn in the blocks
+    and order `_random_flip_hits` uses."""
+    if sums.size <= exact_max_n:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=sums.size)))
+        return signs @ sums, signs @ sizes, True
+    block = max(1, _BLOCK_CELLS // sums.size)
+    parts, part_sizes = [], []
+    for start in range(0, count, block):
+        signs = rng.choice(np.array([1.0, -1.0]), size=(min(block, count - start), sums.size))
+        parts.append(signs @ sums)
+        part_sizes.append(signs @ sizes)
+    return np.concatenate(parts), np.concatenate(part_sizes), False
+
+
+def _boundary(p_at: Callable[[float], float], alpha: float, centre: float, far: float, p_zero: float) -> float:
+    """The end of {delta : p(delta) >= alpha} between `centre` (p = 1) and `far`, where every unit
+    has one sign and p is at its smallest; infinite when even there p >= alpha. The bracket is
+    [rejected, accepted]; 0, if it lies inside, is placed by the p-value already computed at 0, so
+    the interval excludes 0 exactly when that p-value is below alpha. The accepted end is returned."""
+    if p_at(far) >= alpha:
+        return math.copysign(math.inf, far - centre)
+    rejected, accepted = far, centre
+    if min(far, centre) < 0.0 < max(far, centre):
+        if p_zero < alpha:
+            rejected = 0.0
+        else:
+            accepted = 0.0
+    tolerance = _BISECT_RELATIVE * max(1.0, abs(far - centre))
+    for _ in range(_BISECT_STEPS):
+        if abs(accepted - rejected) <= tolerance:
+            break
+        middle = (rejected + accepted) / 2
+        if p_at(middle) >= alpha:
+            accepted = middle
+        else:
+            rejected = middle
+    return accepted
+
+
+def mcnemar_interval(counts: PairedCounts, confidence: float = 0.95) -> TestInterval:
+    """The exact McNemar test (`mcnemar_exact`) and its inverted interval for p_new - p_base.
+
+    Given the m = b + c discordant questions, c is binomial(m, pi) with pi the share that moved
+    0 -> 1; the test is the two-sided binomial test of pi = 1/2. The conditional Clopper-Pearson
+    interval for pi (alpha / 2 in each tail) is mapped to the difference scale as (m / n)(2 pi - 1):
+    p_new - p_base = (c - b) / n. It excludes 0 exactly when the McNemar p-value is below alpha
+    (the side of 1/2 is decided by that p-value). No discordant question gives [0, 0] and p = 1.
+    """
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be between 0 and 1, got {confidence!r}")
+    n, b, c = counts.n, counts.b, counts.c
+    if n == 0:
+        raise InputError("paired counts: no questions")
+    p = mcnemar_exact(b, c)
+    m = b + c
+    if m == 0:
+        return TestInterval(0.0, 0.0, 0.0, p)
+    alpha = 1 - confidence
+    rejects_half = p < alpha
+    pi_lo = _clopper_pearson_end(c, m, alpha / 2, lower=True, half_rejected=rejects_half and c > b)
+    pi_hi = _clopper_pearson_end(c, m, alpha / 2, lower=False, half_rejected=rejects_half and c < b)
+    scale = m / n
+    return TestInterval((c - b) / n, scale * (2 * pi_lo - 1), scale * (2 * pi_hi - 1), p)
+
+
+def clopper_pearson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion, (1 - confidence) / 2 per tail."""
+    if trials <= 0 or not 0 <= successes <= trials:
+        raise InputError(f"a proportion needs 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence must be between 0 and 1, got {confidence!r}")
+    tail = (1 - confidence) / 2
+    return (_clopper_pearson_end(successes, trials, tail, lower=True, half_rejected=None),
+            _clopper_pearson_end(successes, trials, tail, lower=False, half_rejected=None))
+
+
+def _clopper_pearson_end(k: int, m: int, tail: float, *, lower: bool, half_rejected: bool | None) -> float:
+    """The lower end: the pi with P(X >= k | pi) = tail (0 when k = 0); the upper end: the pi with
+    P(X <= k | pi) = tail (1 when k = m). Found by bisection on pi. With `half_rejected` given, 1/2
+    is placed on the side that decision says instead of by the tail computed here."""
+    if lower and k == 0:
+        return 0.0
+    if not lower and k == m:
+        return 1.0
+    estimate = k / m
+
+    def accepted(pi: float) -> bool:
+        return (_upper_tail(k, m, pi) if lower else _lower_tail(k, m, pi)) > tail
+
+    rejected_end, accepted_end = (0.0, estimate) if lower else (1.0, estimate)
+    if half_rejected is not None and min(rejected_end, accepted_end) < 0.5 < max(rejected_end, accepted_end):
+        if half_rejected:
+            rejected_end = 0.5
+        else:
+            accepted_end = 0.5
+    for _ in range(_BISECT_STEPS):
+        if abs(accepted_end - rejected_end) <= 1e-15:
+            break
+        middle = (rejected_end + accepted_end) / 2
+        if accepted(middle):
+            accepted_end = middle
+        else:
+            rejected_end = middle
+    return accepted_end
+
+
+def _log_binomial_pmf(k: int, m: int, pi: float) -> float:
+    return (math.lgamma(m + 1) - math.lgamma(k + 1) - math.lgamma(m - k + 1)
+            + (k * math.log(pi) if k else 0.0) + ((m - k) * math.log1p(-pi) if m - k else 0.0))
+
+
+def _upper_tail(k: int, m: int, pi: float) -> float:
+    """P(X >= k) for X ~ binomial(m, pi), 0 < pi < 1, summed in log space (no overflow)."""
+    return min(1.0, math.fsum(math.exp(_log_binomial_pmf(j, m, pi)) for j in range(k, m + 1)))
+
+
+def _lower_tail(k: int, m: int, pi: float) -> float:
+    """P(X <= k) for X ~ binomial(m, pi), 0 < pi < 1."""
+    return min(1.0, math.fsum(math.exp(_log_binomial_pmf(j, m, pi)) for j in range(k + 1)))

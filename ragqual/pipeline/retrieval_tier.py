@@ -148,5 +148,5 @@ def timing_section(result: TierResult) -> dict[str, Any]:
     latencies = [q.retrieval.latency_ms for q in result.queries]
     if not latencies:
         return {"queries": 0}
-    return {"queries": len(latencies), "latencyP50Ms": round(percentile(latencies, 50), 2),
-            "latencyP95Ms": round(percentile(latencies, 95), 2)}
+    return {"queries": len(latencies), "latencyP50Ms": percentile(latencies, 50),
+            "latencyP95Ms": percentile(latencies, 95)}  # full precision; rounded at display

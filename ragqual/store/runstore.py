@@ -519,6 +519,11 @@ class RunStore:
             raise InputError("the history has no runs yet" + (f" of kind {kind}" if kind else ""))
         return found
 
+    def run_ids(self, kind: str) -> list[int]:
+        """The ids of every run of `kind`, newest first."""
+        with Session(self.engine) as session:
+            return list(session.execute(select(Run.id).where(Run.kind == kind).order_by(Run.id.desc())).scalars())
+
     def finished_slots(self, run_id: int) -> set[tuple[int, int, str, int]]:
         """(case_pk, variant_id, mode, repeat_index) of every trial the run already holds."""
         query = select(Trial.case_pk, Trial.variant_id, Trial.mode, Trial.repeat_index).where(

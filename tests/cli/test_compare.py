@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ragqual.app.comparison import Options, compare, metric_rng
-from ragqual.core.stats import paired_bootstrap_ci
+from ragqual.core.stats import randomization_interval
 from ragqual.errors import InputError
 from ragqual.store.runstore import RunStore
 from ragqual.store.summaries import GroupSummary, Summary, summarise_run
@@ -154,10 +154,12 @@ def test_statistics_against_a_hand_computed_case():
     # differences 1, 1, 1, 0: 16 sign patterns, |sum| >= 3 only when the three ones share a sign (x2 for
     # the zero's sign): p = 4 / 16. Three wins, one tie.
     assert mrr.p_value == 0.25 and (mrr.wins, mrr.ties, mrr.losses) == (3, 1, 0) and mrr.delta == 0.75
-    assert mrr.ci_low >= 0.0 and mrr.ci_high == 1.0
-    # every difference is 0.5, so every resample's mean is 0.5; all 16 patterns reach |sum| = 2 only twice
+    # Four questions: the test's smallest p-value is 2/16 > 0.05, so no shift can be rejected and the
+    # inverted interval is the metric's whole range of differences.
+    assert (mrr.ci_low, mrr.ci_high) == (-1.0, 1.0)
+    # every difference is 0.5; all 16 patterns reach |sum| = 2 only twice, and no shift is rejected either
     ndcg = rows["ndcg@10"]
-    assert (ndcg.ci_low, ndcg.ci_high, ndcg.delta) == (0.5, 0.5, 0.5) and ndcg.p_value == 2 / 16
+    assert (ndcg.ci_low, ndcg.ci_high, ndcg.delta) == (-1.0, 1.0, 0.5) and ndcg.p_value == 2 / 16
     # Holm over the family of two: min(1, 2 * 2/16) for the smaller, max(that, 1 * 0.25) for the other
     assert (ndcg.p_adjusted, mrr.p_adjusted) == (0.25, 0.25)
 
@@ -223,10 +225,11 @@ def test_statistics_are_seeded_and_independent_of_the_other_metrics():
     assert replace(alone, p_adjusted=0, verdict="") == replace(both["mrr"], p_adjusted=0, verdict="")
     assert other_seed["mrr"].ci_low != both["mrr"].ci_low
     questions = sorted(base.groups["dense"].questions)
-    expected = paired_bootstrap_ci([base.groups["dense"].questions[q]["mrr"] for q in questions],
-                                   [new.groups["dense"].questions[q]["mrr"] for q in questions],
-                                   metric_rng(9, "dense", "mrr"), n_resamples=500)
-    assert (both["mrr"].delta, both["mrr"].ci_low, both["mrr"].ci_high) == pytest.approx(tuple(expected))
+    expected = randomization_interval([base.groups["dense"].questions[q]["mrr"] for q in questions],
+                                      [new.groups["dense"].questions[q]["mrr"] for q in questions],
+                                      metric_rng(9, "dense", "mrr"), n_permutations=500)
+    assert (both["mrr"].delta, both["mrr"].ci_low, both["mrr"].ci_high, both["mrr"].p_value) == pytest.approx(
+        tuple(expected))
     assert both["mrr"].ci_low < both["mrr"].delta < both["mrr"].ci_high
 
 
@@ -282,7 +285,8 @@ def test_a_clear_paired_regression_is_a_regression_and_exits_1(head_db, store, c
     assert code == 1 and "REGRESSION: 1 metric(s) got worse" in err
     assert (row["test"], row["b"], row["c"], row["verdict"]) == ("mcnemar-exact", 10, 0, "regression")
     assert row["p_value"] == 2 / 2**10 and row["p_adjusted"] == row["p_value"]  # a family of one
-    assert row["ci_low"] < row["delta"] == -0.25 < row["ci_high"] < 0
+    # The exact interval: every discordant question moved down, so the estimate is its lower end.
+    assert row["ci_low"] == row["delta"] == -0.25 < row["ci_high"] < 0
     assert set(row) >= {"metric", "group", "n", "base_mean", "new_mean", "delta", "ci_low", "ci_high", "test",
                         "p_value", "p_adjusted", "mde", "verdict", "b", "c"}
     code, out, _ = ragqual(head_db, ["--json", "compare", str(new), str(base)], capsys)
@@ -421,3 +425,18 @@ def test_two_named_groups_are_compared_with_each_other(head_db, store, capsys):
     assert code == 0 and set(rows_of(out)) == {("dense", "hit@5")}  # one named side: matched by name
     code, _, err = ragqual(head_db, ["compare", f"{run}:nope", str(run)], capsys)
     assert code == 2 and "has no group 'nope' (it has: bm25, dense)" in err
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_interval_excludes_zero_exactly_when_its_p_value_is_below_alpha(seed):
+    rng = np.random.default_rng(seed)
+    n = 40
+    base_values = {f"q{i}": {"mrr": float(v), "hit@1": float(h)}
+                   for i, (v, h) in enumerate(zip(rng.random(n), rng.random(n) < 0.5))}
+    new_values = {q: {"mrr": float(np.clip(m["mrr"] + rng.normal(-0.03, 0.12), 0, 1)),
+                      "hit@1": float(m["hit@1"] if rng.random() < 0.75 else 1 - m["hit@1"])}
+                  for q, m in base_values.items()}
+    rows = compare_summaries(_summary(base_values), _summary(new_values), metrics=["mrr", "hit@1"], seed=seed,
+                             resamples=999).rows
+    for row in rows:
+        assert (row.ci_low > 0 or row.ci_high < 0) == (row.p_value < 0.05), row

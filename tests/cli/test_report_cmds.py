@@ -272,6 +272,39 @@ def test_adopt_from_a_baseline_file_and_exit_zero_when_nothing_clears(head_db, s
     assert body["candidates"][1]["cleared"] is False
 
 
+def _strategy_runs(store, hybrid_ndcg):
+    dense = {f"q{i}": {"recall@5": 1.0, "ndcg@10": 0.8, "mrr": 0.8, "map@10": 0.8} for i in range(len(hybrid_ndcg))}
+    hybrid = {q: {**m, "ndcg@10": v} for (q, m), v in zip(dense.items(), hybrid_ndcg)}
+    return retrieval_run(store, {"dense": dense, "hybrid": hybrid})
+
+
+def test_adopt_says_when_the_rule_clears_on_point_estimates_but_the_paired_test_is_inconclusive(
+        head_db, store, capsys):
+    # hybrid's mean ndcg@10 is 0.032 above dense's, from a few questions up and a few down: the rule
+    # (point estimates) clears it; the sign-flip test over the 20 questions cannot tell it from noise.
+    ups_and_downs = [1.0, 1.0, 1.0, 0.6, 0.76, 1.0, 0.88] + [0.8] * 13  # differences sum to 0.64
+    run = _strategy_runs(store, ups_and_downs)
+    code, out, err = ragqual(head_db, ["adopt", f"{run}:dense", f"{run}:hybrid"], capsys)
+    assert code == 0, err
+    assert f"{run}:hybrid clears the adoption rule" in out
+    assert f"{run}:hybrid clears the rule on point estimates only: the paired test of ndcg@10 is inconclusive" in out
+    assert "paired randomization test over 20 questions: ndcg@10 +0.032" in out and "MDE" in out
+    code, out, _ = ragqual(head_db, ["--json", "adopt", f"{run}:dense", f"{run}:hybrid"], capsys)
+    row = json.loads(out)["candidates"][1]
+    assert row["cleared"] is True and row["test_verdict"] == "inconclusive" and row["p_value"] > 0.05
+    assert row["ci_low"] < 0 < row["ci_high"] and row["delta"] == pytest.approx(0.032)
+
+
+def test_adopt_says_the_paired_test_agrees_when_it_does(head_db, store, capsys):
+    run = _strategy_runs(store, [0.85 + 0.001 * i for i in range(20)])
+    code, out, err = ragqual(head_db, ["--json", "adopt", f"{run}:dense", f"{run}:hybrid"], capsys)
+    body = json.loads(out)
+    assert code == 0 and "The paired test agrees" in body["header"]["verdict"]
+    assert "point estimates only" not in body["header"]["verdict"]
+    row = body["candidates"][1]
+    assert row["test_verdict"] == "improvement" and row["ci_low"] > 0 and row["p_value"] < 0.05
+
+
 def test_adopt_needs_a_named_baseline_strategy(head_db, store, capsys):
     run = retrieval_run(store, {s: {"q1": m} for s, m in STRATEGIES.items()})
     code, _, err = ragqual(head_db, ["adopt", str(run), str(run)], capsys)

@@ -113,7 +113,8 @@ def test_history_shows_pass_as_a_fraction_and_a_dash_for_a_metric_a_run_lacks(he
     assert code == 0, err
     header = _row(out, "run_id")
     tokens = next(line.split() for line in out.splitlines()[1:] if line.split())
-    assert tokens[-3:] == ["0.500", "0.500", "-"] and header[-3:] == ["score", "pass", "correctness"]
+    assert tokens[-4:] == ["0.500", "0.500", "-", "-"]
+    assert header[-4:] == ["score", "pass", "correctness", "contextRecall"]
     _no_bad_missing(out)
 
 
@@ -122,7 +123,7 @@ def test_history_markdown_shows_a_dash_for_a_missing_cell(head_db, store, capsys
     code, out, err = ragqual(head_db, ["history", "--format", "markdown"], capsys)
     assert code == 0, err
     row = _cells(out.splitlines()[2])
-    assert row[-3:] == ["1.000", "1.000", "-"]
+    assert row[-4:] == ["1.000", "1.000", "-", "-"]  # score, pass, correctness, contextRecall
 
 
 # -- generation summary and matrix ---------------------------------------------------------------------
@@ -158,18 +159,21 @@ def test_retrieval_metric_table_shows_fractions_and_a_dash():
 
 
 def test_sweep_table_shows_fractions_milliseconds_and_a_dash():
-    from ragqual.cli.sweep_cmd import COLUMNS, _markdown
+    from ragqual.app.sweep_run import SweepOutcome
+    from ragqual.cli.sweep_cmd import COLUMNS, render_markdown
 
     selection = {c: None for c in COLUMNS} | {"recall@5": 0.83333, "contextChars": 1234.56}
     rows = {"dense/c5/k3": {"selection": selection, "reported": selection, "latencyP95Ms": None,
-                            "indexVectorBytes": 1536}}
+                            "indexVectorBytes": 1536, "chunks": 1, "ingestMs": None, "embeddedTexts": None}}
     verdict = SimpleNamespace(sentence="keep the baseline", best=None)
-    text = _markdown(rows, "dense/c5/k3", verdict, "validation", "test")
+    outcome = SweepOutcome([1], rows, verdict, "validation", "test", {}, first="dense/c5/k3")
+    text = render_markdown(outcome)
     header = _cells(next(line for line in text.splitlines() if line.startswith("| config")))
     row = dict(zip(header, _cells(next(line for line in text.splitlines() if line.startswith("| dense"))),
                    strict=True))
     assert row["recall@5 (validation)"] == "0.833" and row["recall@1 (validation)"] == "-"
     assert row["latency p95 ms"] == "-" and row["contextChars (validation)"] == "1235"
+    assert row["index bytes"] == "1536" and row["ingest ms"] == "cached" and row["embedded"] == "-"
     _no_bad_missing(text)
 
 

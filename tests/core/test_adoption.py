@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from ragqual.core.adoption import PRIORITY, SLACK, decide
@@ -145,3 +147,20 @@ def test_missing_or_non_finite_metrics_are_input_errors():
         decide(metrics(float("nan"), 0.5, 0.5, 0.5), {})
     with pytest.raises(InputError):
         decide(DENSE, {}, priority=())
+
+
+def test_with_evidence_says_when_the_rule_clears_on_point_estimates_only():
+    from ragqual.core.adoption import PairedEvidence, with_evidence
+
+    rule = decide(DENSE, {"sparse": SPARSE, "hybrid": HYBRID})
+    weak = PairedEvidence("randomization", 155, 0.0124, -0.004, 0.029, 0.127, 0.021, "inconclusive")
+    said = with_evidence(rule, {"hybrid": weak, "sparse": replace(weak, delta=-0.125, verdict="regression")})
+    assert said.best == "hybrid" and said.outcomes["hybrid"].cleared  # the rule itself is unchanged
+    assert ("hybrid clears the rule on point estimates only: the paired test of ndcg@10 is inconclusive "
+            "(p = 0.1270, interval [-0.004, +0.029]); the gain is below the minimum detectable effect (0.021)"
+            ) in said.sentence
+    assert said.sentence.endswith("a separate, deliberate change.")
+    assert "95% interval [-0.004, +0.029], p = 0.1270, MDE 0.021: inconclusive" in said.outcomes["hybrid"].reason
+    assert "point estimates" not in said.outcomes["sparse"].reason  # sparse does not clear
+    strong = with_evidence(rule, {"hybrid": replace(weak, p_value=0.001, ci_low=0.005, verdict="improvement")})
+    assert "The paired test agrees for hybrid" in strong.sentence and "point estimates only" not in strong.sentence
