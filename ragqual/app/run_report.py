@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
+from ragqual.core.display import brief_params
 from ragqual.core.metric_names import display_order
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
@@ -28,19 +29,6 @@ from ragqual.store.sealed_rows import unsealed_counts, unsealed_warning
 from ragqual.store.summaries import run_header
 
 UNTAGGED = "(untagged)"
-SHOWN_ITEMS = 3  # a long list in the params line shows its length and this many items
-
-
-def brief_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The run's params for a report header: a long list (every case id of a run) becomes its
-    length and first few items; `ragqual export` and the history keep the full list."""
-    return {key: _brief(value) for key, value in params.items()}
-
-
-def _brief(value: Any) -> Any:
-    if isinstance(value, list) and len(value) > SHOWN_ITEMS + 1:
-        return f"{len(value)} items: {', '.join(str(v) for v in value[:SHOWN_ITEMS])}, ..."
-    return value
 
 
 @dataclass(frozen=True)

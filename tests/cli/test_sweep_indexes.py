@@ -222,3 +222,16 @@ def test_a_run_stopped_before_it_finished_is_evaluated_again(project, capsys, mo
     again = _sweep(project, capsys, "--chunk-tokens", "48", "--overlap-tokens", "0", "--split-by", "hash")
     assert again["indexes"][0]["reused"] is False and again["run"]["run_ids"] == [2]
     assert again["indexes"][0]["ingestMs"] is None  # the index itself was complete: not ingested again
+
+
+def test_an_edited_glossary_is_evaluated_again_not_read_back(project, capsys):
+    """The glossary's digest is in each configuration and so in the sweep's reuse key."""
+    (project / "pyproject.toml").write_text('[tool.ragqual]\nglossary = "glossary.txt"\n', encoding="utf-8")
+    (project / "glossary.txt").write_text("PC = proofing chamber\n", encoding="utf-8")
+    first = _sweep(project, capsys, "--split-by", "hash", "--split-seed", "1")
+    again = _sweep(project, capsys, "--split-by", "hash", "--split-seed", "1")
+    assert [i["reused"] for i in again["indexes"]] == [True] and _sweep_runs(project) == 1
+    (project / "glossary.txt").write_text("PC = personal computer\n", encoding="utf-8")
+    edited = _sweep(project, capsys, "--split-by", "hash", "--split-seed", "1")
+    assert [i["reused"] for i in edited["indexes"]] == [False] and _sweep_runs(project) == 2
+    assert edited["run"]["run_ids"] != first["run"]["run_ids"]
