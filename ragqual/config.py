@@ -22,6 +22,10 @@ DEFAULTS: dict[str, Any] = {
     "query_prefix": "",
 }
 
+OPTIONAL = ("db", "qdrant_url", "glossary")
+"""Keys of `[tool.ragqual]` with no default: `glossary` names the acronym glossary file of the
+project's corpus (none: no query is expanded)."""
+
 
 def load_pyproject_settings(root: Path) -> dict[str, Any]:
     path = root / "pyproject.toml"
@@ -34,7 +38,7 @@ def load_pyproject_settings(root: Path) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not valid TOML ({exc})") from exc
     section = data.get("tool", {}).get("ragqual", {})
-    unknown = sorted(set(section) - set(DEFAULTS) - {"db", "qdrant_url"})
+    unknown = sorted(set(section) - set(DEFAULTS) - set(OPTIONAL))
     if unknown:
         raise InputError(f"{path}: unknown keys in [tool.ragqual]: {', '.join(unknown)}")
     return section

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import regex
 
-from ragqual.pipeline.glossary import GLOSSARY
+from ragqual.adapters.files import read_glossary
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
 GOLDENS = ROOT / "goldens"
+GLOSSARY = dict(read_glossary(ROOT / "glossary.txt").entries)  # named in pyproject.toml's [tool.ragqual]
 
 DOC_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SHORT_MAX, LONG_MIN = 900, 4_500

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from ragqual.core.corpus import DOC_SUFFIX, Document, doc_id_for, is_corpus_note, parse_corpus
+from ragqual.core.glossary import Glossary, parse_glossary
 from ragqual.core.goldens import Golden, parse_goldens
 from ragqual.errors import InputError, Issue, ValidationFailed
 
 MAX_DOCUMENT_BYTES = 1_000_000  # 1 MB per corpus document
 MAX_GOLDENS_FILE_BYTES = 10_000_000  # 10 MB per golden file
+MAX_GLOSSARY_BYTES = 1_000_000  # 1 MB for the acronym glossary
 GOLDENS_SUFFIX = ".jsonl"
 
 T = TypeVar("T")
@@ -38,12 +40,46 @@ def read_corpus_dir(path: str | os.PathLike[str]) -> list[Document]:
 
 
 def read_goldens_dir(path: str | os.PathLike[str], known_doc_ids: Collection[str]) -> list[Golden]:
-    """Every `*.jsonl` golden file directly in `path`, validated against the corpus's document ids."""
-    root = _existing_dir(path, "goldens")
-    names = _names(root, GOLDENS_SUFFIX)
+    """Every `*.jsonl` golden file directly in `path`, or the one `.jsonl` file `path` names,
+    validated against the corpus's document ids (problems named by file and line either way)."""
+    folder, root, names = _goldens_files(path)
     limit_name = "10 MB per golden file (MAX_GOLDENS_FILE_BYTES)"
-    files, issues = _read_all(path, root, names, MAX_GOLDENS_FILE_BYTES, limit_name)
+    files, issues = _read_all(folder, root, names, MAX_GOLDENS_FILE_BYTES, limit_name)
     return _parse_or_raise(files, issues, lambda f: parse_goldens(f, known_doc_ids, source_dir=display_path(path)))
+
+
+def is_goldens_file(path: str | os.PathLike[str]) -> bool:
+    """`path` names one golden file (`--goldens questions.jsonl`) rather than a folder of them."""
+    return Path(path).name.endswith(GOLDENS_SUFFIX) and not Path(path).is_dir()
+
+
+def _goldens_files(path: str | os.PathLike[str]) -> tuple[Path, Path, list[str]]:
+    """(the folder as given, the folder resolved, the golden file names to read in it)."""
+    if not is_goldens_file(path):
+        return Path(path), _existing_dir(path, "goldens"), _names(_existing_dir(path, "goldens"), GOLDENS_SUFFIX)
+    given = Path(path)
+    if not os.path.lexists(given):
+        raise InputError(f"golden file {display_path(path)} does not exist (set it with --goldens FILE.jsonl or DIR)")
+    folder = given.parent
+    return folder, folder.resolve(), [given.name]
+
+
+def read_glossary(path: str | os.PathLike[str]) -> Glossary:
+    """The acronym glossary file named by `glossary` in [tool.ragqual], validated line by line."""
+    candidate = Path(path)
+    name = display_path(path)
+    if not candidate.is_file():
+        state = "is not a file" if candidate.exists() else "does not exist"
+        raise InputError(f"glossary {name} {state} (set `glossary` in [tool.ragqual] to the file, or remove the key)")
+    data, problem = _read_guarded(candidate.resolve().parent, candidate, MAX_GLOSSARY_BYTES,
+                                  "1 MB (MAX_GLOSSARY_BYTES)")
+    if problem is not None or data is None:
+        raise ValidationFailed([Issue(name, None, problem or "could not be read")])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationFailed([Issue(name, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})")]) from None
+    return parse_glossary(text, name)
 
 
 def read_corpus_and_goldens(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragqual.app.context import AppContext
 from ragqual.core.corpus import Document
+from ragqual.core.glossary import Glossary
 from ragqual.core.goldens import Golden
 from ragqual.errors import InputError
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, chunk_corpus
@@ -92,6 +93,7 @@ class CorpusContext:
     layout: str = "ragqual"  # of the goldens: "ragqual", "beir" or "trec" (adapters.collection_files)
     bm25_stem: bool = False  # English stemming in BM25 (set by `ragqual retrieval`)
     distractor_dir: Path | None = None  # where the distractor documents among `documents` come from
+    glossary: Glossary | None = None  # the acronym glossary (`glossary` in [tool.ragqual]) when it applies
     _open: dict[str, Any] = field(default_factory=dict)
 
     def require_expectations(self, tier: str = "the generation tier") -> None:
@@ -272,6 +274,7 @@ def load_corpus_context(
         loaded = read_any(corpus_dir, goldens_dir if with_goldens else None, topic_field=opts.topic_field or "title")
         documents, goldens, layout = loaded.documents, loaded.goldens, loaded.goldens_layout
     return CorpusContext(
+        glossary=project_glossary(settings, corpus_dir),
         app=app,
         corpus_dir=corpus_dir,
         goldens_dir=goldens_dir,
@@ -285,6 +288,17 @@ def load_corpus_context(
         engine=engine,
         layout=layout,
     )
+
+
+def project_glossary(settings: Any, corpus_dir: Path) -> Glossary | None:
+    """The glossary named by `glossary` in [tool.ragqual], read and validated, when the run reads the
+    project's own corpus; None when no glossary is named or `--corpus` points at another folder."""
+    named = settings.values.get("glossary")
+    if not named or corpus_dir.resolve() != settings.path("corpus").resolve():
+        return None
+    from ragqual.adapters.files import read_glossary
+
+    return read_glossary(settings.path("glossary"))
 
 
 def _pick(option: Any, values: dict[str, Any], key: str) -> Any:

@@ -52,6 +52,8 @@ class CorpusCheck:
     splits: dict[str, int]
     chunk_config: ChunkConfig
     warning: str | None
+    glossary: str | None = None  # the acronym glossary file that applies, when one does
+    acronyms: int = 0
 
 
 def check_corpus(app: AppContext, opts: CorpusOptions) -> CorpusCheck:
@@ -62,7 +64,8 @@ def check_corpus(app: AppContext, opts: CorpusOptions) -> CorpusCheck:
         corpus.corpus_dir, corpus.goldens_dir, len(corpus.documents), len(corpus.chunks), len(goldens),
         sorted_counts(Counter(tag for golden in goldens for tag in golden.tags)),
         sorted_counts(Counter(golden.split or NO_SPLIT for golden in goldens)),
-        corpus.chunk_config, missing_split_warning(goldens))
+        corpus.chunk_config, missing_split_warning(goldens),
+        corpus.glossary.source if corpus.glossary else None, len(corpus.glossary.entries) if corpus.glossary else 0)
 
 
 @dataclass

@@ -88,6 +88,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
     """One generation run over `goldens` (resuming run `resume` when given), appended to the
     history with its `label` (name, tags) in its params; a resumed run keeps the label it has."""
     check_servers(app, models, ollama_host)  # before the ingest and before any run is recorded
+    config = config.with_glossary(corpus.glossary)
     subject = rag_subject(corpus, goldens, config, options)
     if "e2e" in modes:
         subject.retriever()  # ingest (if needed) before the progress bar starts

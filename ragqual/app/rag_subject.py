@@ -17,7 +17,8 @@ from ragqual.subjects.rag import RagSubject
 def rag_subject(corpus: CorpusContext, goldens: Sequence[Golden], config: RetrievalConfig | None = None,
                 options: dict[str, Any] | None = None) -> RagSubject:
     """The subject over `goldens`; its retriever is built (ingesting if needed) on first use."""
-    return RagSubject(goldens, corpus.documents, retriever=lambda: build_retriever(corpus), retrieval_config=config,
+    return RagSubject(goldens, corpus.documents, retriever=lambda: build_retriever(corpus),
+                      retrieval_config=(config or RetrievalConfig()).with_glossary(corpus.glossary),
                       options=options,
                       provenance={"corpus_fingerprint": corpus.fingerprint, "dataset_hash": goldens_hash(goldens)})
 

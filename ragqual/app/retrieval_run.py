@@ -42,8 +42,8 @@ BUNDLED_CANDIDATE_K = 20
 @dataclass(frozen=True)
 class RetrievalOptions:
     """What `ragqual retrieval` and `Project.retrieval()` accept; None means "the default for the
-    goldens' layout" (a BEIR/TREC collection runs at trec_eval's depth, stemmed, without the
-    bundled corpus's acronym expansion and rerank)."""
+    goldens' layout" (a BEIR/TREC collection runs at trec_eval's depth, stemmed, without acronym
+    expansion and rerank; acronyms are expanded only with a glossary named in [tool.ragqual])."""
 
     strategies: tuple[str, ...] = ()
     ablate: bool = False
@@ -92,7 +92,7 @@ def build_retriever(corpus: CorpusContext) -> Retriever:
     ensure_ingested(corpus)
     return Retriever(chunks, vectors, corpus.dense_index(), corpus.embedder, corpus.chunk_config, corpus.corpus_dir,
                      memo=corpus.search_cache(), stem=corpus.bm25_stem, distractor_dir=corpus.distractor_dir,
-                     result_scope=result_scope(corpus, vectors))
+                     result_scope=result_scope(corpus, vectors), glossary=corpus.glossary)
 
 
 def result_scope(corpus: CorpusContext, vectors: np.ndarray) -> str | None:
@@ -125,6 +125,7 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     current migration is refused before any search. `extra_params` adds to the run's recorded
     parameters what only the results tell (a sweep's latency and index figures)."""
     store = app.store()
+    configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
     retriever.prefetch([g.query for g in goldens], list(configs.values()))
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
@@ -178,8 +179,11 @@ ABLATION_ORDER = (ABLATION_FULL, "no-acronym-expansion", "dense-only", "bm25-onl
 
 
 def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
-    """The full pipeline and each stage switched off in turn, in the order the pipeline runs them."""
-    configs = {ABLATION_FULL: base, "no-acronym-expansion": base.with_(expand_acronyms=False)}
+    """The full pipeline and each stage switched off in turn, in the order the pipeline runs them
+    (acronym expansion only when it is on)."""
+    configs = {ABLATION_FULL: base}
+    if base.expand_acronyms:
+        configs["no-acronym-expansion"] = base.with_(expand_acronyms=False)
     if base.strategy == "hybrid":
         configs["dense-only"] = base.with_(strategy="dense")
         configs["bm25-only"] = base.with_(strategy="bm25")
@@ -231,10 +235,13 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
     with load_corpus_context(app, corpus_opts) as corpus:
         standard = corpus.layout != "ragqual"
         corpus.bm25_stem = _default(options.stem, standard)
+        if options.expand and corpus.glossary is None:
+            raise InputError("--expand needs an acronym glossary: name its file with `glossary = \"...\"` in [tool.ragqual]")
         params: dict[str, Any] = dict(
             threshold=options.threshold,
             candidate_k=options.candidate_k or (STANDARD_CANDIDATE_K if standard else BUNDLED_CANDIDATE_K),
-            context_k=options.context_k, rrf_k=options.rrf_k, expand_acronyms=_default(options.expand, not standard),
+            context_k=options.context_k, rrf_k=options.rrf_k,
+            expand_acronyms=_default(options.expand, not standard) and corpus.glossary is not None,
             rerank=_default(options.rerank, not standard))
         goldens = select(corpus.goldens, tags=list(options.tags) or None, split=options.split, limit=options.limit)
         if not goldens:

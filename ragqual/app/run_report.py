@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
 from ragqual.app.run_changes import changes_since_previous
+from ragqual.core.display import brief_params
 from ragqual.core.metric_names import display_order
 from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
@@ -30,20 +31,6 @@ from ragqual.store.sealed_rows import unsealed_counts, unsealed_warning
 from ragqual.store.summaries import run_header
 
 UNTAGGED = "(untagged)"
-SHOWN_ITEMS = 3  # a long list in the params line shows its length and this many items
-
-
-def brief_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The run's params for a report header: a long list (every case id of a run) becomes its
-    length and first few items; `ragqual export` and the history keep the full list. The run's
-    name and tags have their own header lines."""
-    return {key: _brief(value) for key, value in params.items() if key not in LABEL_KEYS}
-
-
-def _brief(value: Any) -> Any:
-    if isinstance(value, list) and len(value) > SHOWN_ITEMS + 1:
-        return f"{len(value)} items: {', '.join(str(v) for v in value[:SHOWN_ITEMS])}, ..."
-    return value
 
 
 @dataclass(frozen=True)
@@ -79,7 +66,8 @@ def build_report(
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
     header = run_header(info) | history_head(engine)
-    header["params"] = brief_params(info.params or {})
+    # the name and tags have their own header lines
+    header["params"] = brief_params({k: v for k, v in (info.params or {}).items() if k not in LABEL_KEYS})
     label = info.label.text()
     title = f"Run {info.id}{' ' + label if label else ''} ({info.kind}{', ' + info.subject if info.subject else ''})"
     unsealed = unsealed_counts(engine, [info.id]).get(info.id)

@@ -268,6 +268,8 @@ def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) ->
         raise InputError(f"baseline {options.baseline!r} is not in the grid: choose one of {', '.join(configs)}")
     split, other = options.split, ("test" if options.split == "validation" else "validation")
     with load_corpus_context(app, corpus_opts) as corpus:
+        # the glossary's digest in each configuration: an edited glossary never reuses a finished run
+        configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
         goldens, note = sweep_goldens(corpus.goldens, options.split_by, options.split_seed)
         chosen, held_out = [g for g in goldens if g.split == split], [g for g in goldens if g.split == other]
         if not chosen or not held_out:

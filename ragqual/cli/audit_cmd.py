@@ -1,4 +1,9 @@
-"""`ragqual audit`: everything the history knows about one trial, and every score it has had."""
+"""`ragqual audit`: everything the history knows about one trial, and every score it has had.
+
+The trial comes first (question, answer, the latest verdict with each assertion by name), then
+every scoring over time, the case and its assertion versions, the prompt, context and raw output,
+and last the run's provenance with long parameter lists summarised as `ragqual report` does
+(`--json` keeps everything whole)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import trial_audit
-from ragqual.core.display import MISSING, fmt_value, unit_of
+from ragqual.core.display import MISSING, brief_params, fmt_value, unit_of
 
 
 def _pretty(value: Any) -> str:
@@ -43,9 +48,52 @@ def _run_lines(data: dict[str, Any]) -> list[str]:
         f"  versions     ragqual {_num(prov.get('ragqual_version'))}  python {_num(prov.get('python_version'))}",
         f"  argv         {' '.join(run['argv'])}",
         "  params",
-        _indent(_pretty(run["params"]), "    "),
+        _indent(_pretty(brief_params(run["params"] or {})), "    "),
         f"  events       {events}",
     ]
+
+
+def _question(case_input: Any) -> str:
+    """The question a case asks: a RAG golden's query (and how many turns came before it), else its input."""
+    if isinstance(case_input, dict) and isinstance(case_input.get("query"), str):
+        turns = case_input.get("turns") or []
+        return case_input["query"] + (f"  (after {len(turns)} earlier turn(s))" if turns else "")
+    return _pretty(case_input)
+
+
+def _assertion_names(t: dict[str, Any], defs: list[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    names = {(d["assertion_id"], d["version"]): d["name"] for d in defs}
+    names.update({(a["id"], a["version"]): a["name"] for a in t["case_definition"].get("assertions", [])})
+    return names
+
+
+def _headline_lines(trial_id: int, data: dict[str, Any]) -> list[str]:
+    """What a person opens an audit for: the question, the answer and the latest verdict."""
+    t, run = data["trial"], data["run"]
+    answer = t["parsed_output"] if t["parsed_output"] is not None else t["raw_output"]
+    lines = [
+        f"trial {trial_id}, created {t['created_at']}: run {run['id']} ({run['kind']}), case {t['slug']}, "
+        f"variant {t['variant_name']}, mode {t['mode']!r}, repeat {t['repeat_index']}",
+        "question", _indent(_question(t["case_definition"].get("input"))),
+        "answer (parsed output)" if t["parsed_output"] is not None else "answer (raw output)", _indent(_pretty(answer)),
+    ]
+    if t["error"]:
+        lines.append(f"error {t['error']}")
+    if not data["scorings"]:
+        return [*lines, "verdict (never scored)"]
+    latest = data["scorings"][-1]
+    names = _assertion_names(t, data["assertion_defs"])
+    for sc in latest["scores"]:
+        lines.append(f"verdict {'PASS' if sc['perfect'] else 'FAIL'}  score {_num(sc['score'])}  "
+                     f"({sc['scorer_name']} v{sc['scorer_version']}, {latest['created_at']}; "
+                     f"{len(data['scorings'])} scoring(s) below)")
+    for a in latest["assertions"]:
+        name = names.get((a["assertion_id"], a["version"]), a["assertion_id"])
+        lines.append(f"  {'PASS' if a['passed'] else 'FAIL'} {name} [{a['category']} w={a['weight']:g}]"
+                     f"{' ' + a['detail'] if a['detail'] else ''}")
+    if data["metrics"]:
+        lines.append("metrics  " + "  ".join(f"{m['metric']}={_num(m['value'], m['metric'])}" for m in data["metrics"]))
+    return lines
 
 
 def _case_lines(t: dict[str, Any], defs: list[dict[str, Any]]) -> list[str]:
@@ -77,7 +125,6 @@ def _trial_lines(t: dict[str, Any]) -> list[str]:
         "rendered prompt", _indent(_pretty(t["rendered_prompt"])),
         "context", _indent(_pretty(t["context"])),
         "raw output", _indent(_pretty(t["raw_output"])),
-        "parsed output", _indent(_pretty(t["parsed_output"])),
         f"error {t['error'] or '(none)'}",
         f"telemetry  prompt tokens {_num(t['prompt_tokens'])}  completion tokens {_num(t['completion_tokens'])}  "
         f"latency {_num(t['latency_ms'], 'latency_ms')}  load {_num(t['load_ms'], 'load_ms')}  "
@@ -97,8 +144,6 @@ def _score_lines(data: dict[str, Any]) -> list[str]:
             mark = "PASS" if a["passed"] else "FAIL"
             lines.append(f"      {mark} {a['assertion_id']} v{a['version']} [{a['category']} "
                          f"w={a['weight']:g}]{' ' + a['detail'] if a['detail'] else ''}")
-    if data["metrics"]:
-        lines.append("metrics  " + "  ".join(f"{m['metric']}={_num(m['value'], m['metric'])}" for m in data["metrics"]))
     return lines
 
 
@@ -112,6 +157,6 @@ def audit_cmd(app: AppContext, trial_id: int) -> None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return
     t = data["trial"]
-    lines = [f"trial {trial_id}, created {t['created_at']}", *_run_lines(data),
-             *_case_lines(t, data["assertion_defs"]), *_trial_lines(t), *_score_lines(data)]
+    lines = [*_headline_lines(trial_id, data), "", *_score_lines(data), "", *_case_lines(t, data["assertion_defs"]),
+             *_trial_lines(t), "", *_run_lines(data)]
     click.echo("\n".join(lines))

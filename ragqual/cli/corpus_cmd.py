@@ -56,13 +56,15 @@ def check_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
     """
     c = check_corpus(app, corpus_opts)
     data = {"corpus": str(c.corpus_dir), "documents": c.documents, "chunks": c.chunks, "goldens": str(c.goldens_dir),
-            "questions": c.questions, "tags": c.tags, "splits": c.splits, "warnings": [c.warning] if c.warning else []}
+            "questions": c.questions, "tags": c.tags, "splits": c.splits, "warnings": [c.warning] if c.warning else [],
+            "glossary": c.glossary, "acronyms": c.acronyms}
     if c.warning:
         click.echo(f"warning: {c.warning}", err=True)
     lines = [
         f"corpus   {_shown(c.corpus_dir)}: {c.documents} documents, {c.chunks} chunks "
         f"at {c.chunk_config.chunk_tokens} tokens ({c.chunk_config.overlap_tokens} overlap)",
         f"goldens  {_shown(c.goldens_dir)}: {c.questions} questions",
+        f"glossary {c.glossary}: {c.acronyms} acronym{'' if c.acronyms == 1 else 's'}" if c.glossary else "glossary none (no acronym expansion)",
         *_counts_block("tags", c.tags),
         *_counts_block("splits", c.splits),
         "ok: no problems found",

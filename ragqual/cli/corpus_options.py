@@ -21,7 +21,8 @@ from ragqual.core.collections import TOPIC_FIELDS
 
 _OPTIONS = (
     click.option("--corpus", metavar="DIR", help="Corpus folder of *.md documents [default: ./corpus or [tool.ragqual] corpus]."),
-    click.option("--goldens", metavar="DIR", help="Golden questions folder of *.jsonl files [default: ./goldens]."),
+    click.option("--goldens", metavar="DIR|FILE",
+                 help="Golden questions: a folder of *.jsonl files or one .jsonl file [default: ./goldens]."),
     click.option("--embedder", metavar="URI", help="minilm (offline default) or ollama:<model>."),
     click.option("--qdrant-url", metavar="URL", help="Qdrant server (env QDRANT_URL, key QDRANT_API_KEY) instead of the embedded store."),
     click.option("--collection", metavar="NAME", help="Qdrant collection holding the eval chunks [default: ragqual_kb]."),

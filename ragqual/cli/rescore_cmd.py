@@ -21,9 +21,9 @@ from ragqual.engine.scorers import SCORERS
               help="Score with this scorer (default: every default scorer).")
 @click.option("--assertions-from", "assertions_from", type=click.Path(dir_okay=False, path_type=Path),
               help="JSON file: case id -> list of assertion specs (id, version, name, category, weight, check).")
-@click.option("--goldens", "goldens_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="RAG runs: read the goldens (their mustInclude / mustNotInclude) from this folder "
-                   "(default: the project's goldens).")
+@click.option("--goldens", "goldens_dir", type=click.Path(path_type=Path),
+              help="RAG runs: read the goldens (their mustInclude / mustNotInclude) from this folder or "
+                   ".jsonl file (default: the project's goldens).")
 @click.pass_obj
 def rescore_cmd(app: AppContext, run_id: int, scorer_name: str | None, assertions_from: Path | None,
                 goldens_dir: Path | None) -> None:

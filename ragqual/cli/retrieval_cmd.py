@@ -48,7 +48,8 @@ def _delta(value: float | None, base: float | None) -> float | None:
 @click.option("--candidate-k", type=click.IntRange(min=1), default=None, help="Candidates each retriever returns [default: 20; 1000 on a BEIR/TREC collection].")
 @click.option("--context-k", type=click.IntRange(min=1), default=5, show_default=True, help="Chunks that reach the context.")
 @click.option("--rrf-k", type=click.IntRange(min=1), default=60, show_default=True, help="Reciprocal rank fusion constant.")
-@click.option("--expand/--no-expand", default=None, help="Acronym expansion [default: on; off on a BEIR/TREC collection].")
+@click.option("--expand/--no-expand", default=None, help="Acronym expansion with the glossary named in [tool.ragqual] "
+                   "[default: on when one is named; off on a BEIR/TREC collection].")
 @click.option("--rerank/--no-rerank", default=None, help="The lexical rerank stage [default: on; off on a BEIR/TREC collection].")
 @click.option("--stem/--no-stem", default=None, help="English stemming for BM25 [default: off; on on a BEIR/TREC collection].")
 @click.option("--verbose", "show_misses", is_flag=True, help="List every miss and what was retrieved instead.")

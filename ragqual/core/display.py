@@ -96,3 +96,19 @@ def fmt_value(value: Any, column: str = "") -> str:
         return str(value)
     digits = {"p": P_DIGITS, "ms": MS_DIGITS, "cost": COST_DIGITS}.get(unit, RATE_DIGITS)
     return f"{value:.{digits}f}"
+
+
+SHOWN_ITEMS = 3  # a long list in a run's params shows its length and this many items
+
+
+def brief_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A run's params as a person reads them (the `report` header, `audit`): a long list (every
+    case id of a run) becomes its length and first few items; `--json`, `ragqual export` and the
+    history keep the full list."""
+    return {key: _brief(value) for key, value in params.items()}
+
+
+def _brief(value: Any) -> Any:
+    if isinstance(value, list) and len(value) > SHOWN_ITEMS + 1:
+        return f"{len(value)} items: {', '.join(str(v) for v in value[:SHOWN_ITEMS])}, ..."
+    return value

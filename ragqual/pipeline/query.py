@@ -1,16 +1,15 @@
-"""Query preprocessing: acronym expansion from the glossary."""
+"""Query preprocessing: acronym expansion from the project's glossary (core.glossary)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 
-from ragqual.pipeline.glossary import GLOSSARY
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
-def expand_acronyms(query: str, glossary: Mapping[str, str] = GLOSSARY) -> str:
+def expand_acronyms(query: str, glossary: Mapping[str, str]) -> str:
     """Append each acronym's expansion once, in order of first appearance.
 
     "Where do I put a CO alarm?" -> "Where do I put a CO alarm? (CO: carbon monoxide)".

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ragqual.core.glossary import Glossary
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.whatif import context_indices
 from ragqual.errors import InputError, LeakDetected
@@ -45,6 +46,7 @@ class RetrievalConfig:
     rrf_k: int = 60
     rerank: bool = True
     expand_acronyms: bool = True
+    glossary: str | None = None  # the digest of the glossary expanding the query; None: no glossary, no expansion
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -58,11 +60,23 @@ class RetrievalConfig:
         return {
             "strategy": self.strategy, "candidate_k": self.candidate_k, "context_k": self.context_k,
             "threshold": self.threshold, "rrf_k": self.rrf_k, "rerank": self.rerank,
-            "expand_acronyms": self.expand_acronyms,
+            "expand_acronyms": self.expand_acronyms, "glossary": self.glossary,
         }
 
     def with_(self, **changes: Any) -> RetrievalConfig:
         return replace(self, **changes)
+
+    def with_glossary(self, glossary: Glossary | None) -> RetrievalConfig:
+        """This configuration over a project whose glossary is `glossary` (None: none is named):
+        expansion stays on only with a glossary, and the glossary's digest is recorded. A
+        configuration that already names another glossary (a run being resumed) is refused."""
+        if not self.expand_acronyms:
+            return replace(self, glossary=None)
+        digest = glossary.digest if glossary is not None else None
+        if self.glossary is not None and self.glossary != digest:
+            raise InputError(f"the glossary has changed since this configuration was recorded (digest "
+                             f"{self.glossary[:12]}, now {digest[:12] if digest else 'none'}): start a new run")
+        return replace(self, expand_acronyms=digest is not None, glossary=digest)
 
 
 class Ranked(NamedTuple):
@@ -145,8 +159,9 @@ def _valid_ranking(value: Any) -> bool:
     )
 
 
-RANKING_MODULES = ("retrieval.py", "query.py", "glossary.py", "chunking.py")
-"""The modules whose code decides a ranking: a remembered ranking is keyed on their source."""
+RANKING_MODULES = ("retrieval.py", "query.py", "chunking.py")
+"""The modules whose code decides a ranking: a remembered ranking is keyed on their source (the
+glossary's entries enter the key through the configuration's `glossary` digest)."""
 
 
 def ranking_code() -> str:
@@ -258,8 +273,10 @@ class Retriever:
     def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, index: DenseIndex,
                  embedder: QueryEmbedder, chunk_config: ChunkConfig, corpus_dir: Path,
                  memo: ResultMemo | None = None, stem: bool = False, distractor_dir: Path | None = None,
-                 result_scope: str | None = None):
+                 result_scope: str | None = None, glossary: Glossary | None = None):
         self.corpus_dir = corpus_dir
+        self.glossary = glossary
+        self._expansions = glossary.as_mapping() if glossary is not None else None
         self.distractor_dir = distractor_dir
         self.stem = stem
         self.chunks = {c.chunk_id: c for c in chunks}
@@ -318,7 +335,13 @@ class Retriever:
         return bm25_tokenize(texts, self.stem)
 
     def _query_text(self, raw_query: str, config: RetrievalConfig) -> str:
-        return expand_acronyms(raw_query) if config.expand_acronyms else raw_query
+        """The question as searched: expanded with the glossary when the configuration names it."""
+        if not config.expand_acronyms or config.glossary is None:
+            return raw_query
+        if self.glossary is None or self._expansions is None or config.glossary != self.glossary.digest:
+            raise InputError(f"the configuration expands acronyms with glossary {config.glossary[:12]}, "
+                             "which is not this retriever's: build it with `RetrievalConfig.with_glossary`")
+        return expand_acronyms(raw_query, self._expansions)
 
     def prefetch(self, raw_queries: Sequence[str], configs: Sequence[RetrievalConfig]) -> None:
         """Read back what earlier runs remembered, then embed and dense-search the rest of a

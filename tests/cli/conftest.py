@@ -17,10 +17,13 @@ def shared_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, shared_cache):
-    """A project folder holding a copy of the bundled corpus and goldens, as a user would have."""
+    """A project folder holding a copy of the bundled corpus, goldens and acronym glossary (named in
+    its [tool.ragqual], as this repository names it), as a user would have."""
     root = tmp_path_factory.mktemp("project")
     shutil.copytree(REPO / "corpus", root / "corpus")
     shutil.copytree(REPO / "goldens", root / "goldens")
+    shutil.copy(REPO / "glossary.txt", root / "glossary.txt")
+    (root / "pyproject.toml").write_text('[tool.ragqual]\nglossary = "glossary.txt"\n', encoding="utf-8")
     (root / "eval-results").mkdir()  # what makes the folder a ragqual project (config.find_project_root)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)

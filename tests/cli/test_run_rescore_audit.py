@@ -213,3 +213,29 @@ def test_rescore_of_a_subject_missing_from_the_registry_uses_the_stored_definiti
     assert "subject 'toy' is not in the registry here" in err
     assert "rescored 2 of 2 trial(s)" in out and "mean score 0.750 -> 0.750, 0 trial score(s) changed" in out
     assert query(env, "SELECT COUNT(*) FROM trial_scores") == [(4,)]
+
+
+def test_audit_prints_the_trial_first_and_summarises_long_parameter_lists(env, capsys):
+    """The question, answer and verdict open the audit; the run's case ids (one per case) come last,
+    as their count and first three, as `ragqual report` shows them; --json keeps them whole."""
+    assert ragqual(env, ["run", "--subject", "sentiment", "--trial-count", "1"], capsys)[0] == 0
+    case = case_of("pos-not-bad-at-all")
+    (trial_id,) = query(env, "SELECT t.id FROM trials t JOIN cases c ON c.id = t.case_pk WHERE c.slug = ?", case.slug)[0]
+    code, out, err = ragqual(env, ["audit", str(trial_id)], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"trial {trial_id}, created ") and "case pos-not-bad-at-all" in lines[0]
+    assert lines[1] == "question" and "Not bad at all" in lines[2]
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("verdict "))
+    assert lines[3] == "answer (parsed output)" and '"label": "neutral"' in "\n".join(lines[4:verdict])
+    assert verdict < 12 and lines[verdict].startswith("verdict FAIL  score 0.400")
+    assert f"  FAIL {case.assertions[0].name} [" in lines[verdict + 1]
+    order = [next(i for i, line in enumerate(lines) if line.startswith(head))
+             for head in ("question", "scores over time", "case ", "system prompt", "run ")]
+    assert order == sorted(order)
+    cases = len(SentimentSubject().cases())
+    first = ", ".join(c.id for c in SentimentSubject().cases()[:3])
+    assert f'"case_ids": "{cases} items: {first}, ..."' in out
+    assert not [line for line in lines if line.strip().strip('",') in {c.id for c in SentimentSubject().cases()}]
+    code, as_json, _ = ragqual(env, ["--json", "audit", str(trial_id)], capsys)
+    assert json.loads(as_json)["run"]["params"]["case_ids"] == [c.id for c in SentimentSubject().cases()]

@@ -260,3 +260,16 @@ def test_a_bad_sweep_tag_is_refused_before_anything_is_recorded(project, capsys)
     code, _, err = ragqual(project / "eval-results" / "eval.db", ["sweep", *TWO_SIZES, "--tag", "novalue"], capsys)
     assert code == 2 and "--tag 'novalue'" in err
     assert _sweep_runs(project) == 0
+
+
+def test_an_edited_glossary_is_evaluated_again_not_read_back(project, capsys):
+    """The glossary's digest is in each configuration and so in the sweep's reuse key."""
+    (project / "pyproject.toml").write_text('[tool.ragqual]\nglossary = "glossary.txt"\n', encoding="utf-8")
+    (project / "glossary.txt").write_text("PC = proofing chamber\n", encoding="utf-8")
+    first = _sweep(project, capsys, "--split-by", "hash", "--split-seed", "1")
+    again = _sweep(project, capsys, "--split-by", "hash", "--split-seed", "1")
+    assert [i["reused"] for i in again["indexes"]] == [True] and _sweep_runs(project) == 1
+    (project / "glossary.txt").write_text("PC = personal computer\n", encoding="utf-8")
+    edited = _sweep(project, capsys, "--split-by", "hash", "--split-seed", "1")
+    assert [i["reused"] for i in edited["indexes"]] == [False] and _sweep_runs(project) == 2
+    assert edited["run"]["run_ids"] != first["run"]["run_ids"]

@@ -199,3 +199,42 @@ def test_packing_keeps_every_field_exactly():
     empty = retrieval.Ranking((), (), (), (), ())
     assert retrieval._unpack(retrieval._pack("q", empty)) == ([], [], [], [])
     assert retrieval._pack("q", retrieval.Ranking(("a\x00b#0",), ("a",), (1.0,), (1.0,), ("",))) is None
+
+
+def test_a_changed_glossary_is_searched_again_and_expands_the_question(corpus, memo):
+    """The glossary's digest is part of the configuration and so of the remembered ranking's key:
+    an edited glossary file never reads back a ranking searched with the old expansions."""
+    from ragqual.core.glossary import parse_glossary
+
+    old = parse_glossary("UV = ultraviolet\n", "g.txt")
+    new = parse_glossary("UV = ultraviolet light\n", "g.txt")
+    question = "does UV clean water"
+
+    def retrieve(glossary):
+        chunks = [Chunk(f"d{i}#0", f"d{i}", 0, t, 0, len(t)) for i, t in enumerate(TEXTS)]
+        embedder = HashEmbedder()
+        vectors = embedder.embed(list(TEXTS))
+        index = CountingIndex(vectors, corpus)
+        retriever = Retriever(chunks, vectors, index, embedder, ChunkConfig(), corpus, memo=memo,
+                              result_scope="state-1", glossary=glossary)
+        return retriever.retrieve(question, CONFIGS[0].with_glossary(glossary)), index, retriever
+
+    first, index, _ = retrieve(old)
+    assert first.query == "does UV clean water (UV: ultraviolet)" and index.searches == 1
+    again, index, warm = retrieve(old)
+    assert index.searches == 0 and warm.recalled == 1 and again.query == first.query
+    edited, index, _ = retrieve(new)
+    assert index.searches == 1 and edited.query == "does UV clean water (UV: ultraviolet light)"
+    plain, index, _ = retrieve(None)
+    assert plain.query == question and index.searches == 1
+
+
+def test_a_configuration_recorded_with_another_glossary_is_refused():
+    from ragqual.core.glossary import parse_glossary
+    from ragqual.errors import InputError
+
+    recorded = RetrievalConfig().with_glossary(parse_glossary("UV = ultraviolet\n", "g.txt"))
+    assert recorded.as_dict()["glossary"] == parse_glossary("UV = ultraviolet\n", "x.txt").digest
+    with pytest.raises(InputError, match="the glossary has changed"):
+        recorded.with_glossary(parse_glossary("UV = ultra violet\n", "g.txt"))
+    assert RetrievalConfig().with_glossary(None).as_dict()["expand_acronyms"] is False
