@@ -10,7 +10,9 @@
 operations the CLI offers on it, with the same names, options and defaults: `ingest()`,
 `retrieval(**options)`, `generation(**options)`, `eval(**options)`, `compare(base, new, **options)`,
 `report(run_id)`, `rescore(run_id)` and `history()`. Each run returns a result with its `run_id`,
-a `summary` and `.to_frame()`; the CLI commands are these calls plus printing.
+a `summary` and `.to_frame()`; the CLI commands are these calls plus printing. A run takes a
+`name="..."` and `run_tags={"key": "value"}` (or `["key=value"]`), as `--name` and `--tag key=value`;
+`tags` selects goldens, as `--tag T` does.
 
 Every per-run frame carries the run's provenance columns (`run_id`, `git_sha`, `git_dirty`,
 `corpus_fingerprint`, `dataset_hash`, `ragqual_version`), so frames of several runs can be
@@ -164,7 +166,17 @@ def _split_options(options: dict[str, Any]) -> tuple[CorpusOptions, dict[str, An
     names = {f.name for f in fields(CorpusOptions)}
     corpus = CorpusOptions(**{k: v for k, v in options.items() if k in names})
     rest = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items() if k not in names}
+    tags = options.get("run_tags")
+    if isinstance(tags, dict):
+        rest["run_tags"] = _tag_texts(tags)
     return corpus, rest
+
+
+def _tag_texts(tags: dict[str, str]) -> tuple[str, ...]:
+    """`run_tags={"dataset": "v2"}` as the `key=value` texts `--tag` takes (checked first)."""
+    from ragqual.core.runlabel import run_label
+
+    return tuple(f"{k}={v}" for k, v in run_label(None, tags).tags)
 
 
 class Project:

@@ -40,6 +40,7 @@ from ragqual.app.history_reads import history_head
 from ragqual.core import paramdiff, stats
 from ragqual.core.metric_names import FLIP_METRICS, is_binary, is_gated, is_informational, lower_is_better
 from ragqual.core.multiplicity import benjamini_hochberg, holm
+from ragqual.core.runlabel import RunLabel
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA, REGRESSION, tolerance_regressed, verdict
 from ragqual.errors import InputError
@@ -213,10 +214,6 @@ def load_case_infos(base: Summary, new: Summary, open_store: Callable[[], RunSto
 
 # -- comparing -------------------------------------------------------------------------------------
 
-# Provenance that differs between any two runs: not a setting.
-NOT_SETTINGS = frozenset({"run_id", "started_at", "ended_at", "status", "argv"})
-
-
 def check_comparable(base: Summary, new: Summary, across_configs: bool = False) -> None:
     """Same kind always; the same corpus fingerprint unless `across_configs`, which pairs two
     runs (never a baseline file) of the same goldens over another corpus, chunking or embedder."""
@@ -246,11 +243,16 @@ def check_comparable(base: Summary, new: Summary, across_configs: bool = False) 
 
 
 def setting_differences(base: Summary, new: Summary) -> list[str]:
-    """`key: base -> new` for each stored setting (and the corpus fingerprint) that differs; a
-    baseline file carries its run's settings in its header."""
-    a = {**(base.header.get("params") or {}), "corpus_fingerprint": (base.corpus_fingerprint or "-")[:12]}
-    b = {**(new.header.get("params") or {}), "corpus_fingerprint": (new.corpus_fingerprint or "-")[:12]}
-    return paramdiff.describe(paramdiff.differences(a, b, NOT_SETTINGS))
+    """`key: base -> new` for each stored setting (and the corpus fingerprint) that differs, the
+    runs' names and tags left out; a baseline file carries its run's settings in its header."""
+    return paramdiff.describe(paramdiff.setting_changes(base.header.get("params"), base.corpus_fingerprint,
+                                                        new.header.get("params"), new.corpus_fingerprint))
+
+
+def source_label(summary: Summary) -> str:
+    """`run 12 "chunks-128" [dataset=v2]`: the source with the run's name and tags, when it has them."""
+    label = RunLabel.from_params(summary.header).text()
+    return f"{summary.source} {label}" if label else summary.source
 
 
 def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np.random.Generator:

@@ -14,6 +14,7 @@ from ragqual.app.retrieval_run import RetrievalOutcome, build_retriever, retriev
 from ragqual.app.failures import run_gap_causes
 from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
+from ragqual.core.runlabel import run_label
 from ragqual.subjects.rag import MODES
 
 
@@ -27,6 +28,8 @@ class EvalOptions:
     tags: tuple[str, ...] = ()
     max_concurrency: int = 1
     ollama_host: str | None = None
+    name: str | None = None  # both runs' name and tags (`--name`, `--tag key=value`)
+    run_tags: tuple[str, ...] = ()
 
 
 @dataclass
@@ -42,7 +45,9 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
              on_retrieval: Callable[[RetrievalOutcome], None] | None = None,
              progress: Progress | None = None) -> EvalOutcome:
     """Both tiers as two runs in the history; `on_retrieval` sees the retrieval tier's outcome as soon
-    as it is stored, before the (much longer) generation tier starts."""
+    as it is stored, before the (much longer) generation tier starts. Both runs carry the options'
+    name and tags."""
+    label = run_label(options.name, options.run_tags)
     check_servers(app, options.models, options.ollama_host)  # before the retrieval run is recorded
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
@@ -50,14 +55,15 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
         app.notify(f"corpus: {len(corpus.documents)} documents, {len(goldens)} questions")
         ensure_ingested(corpus)
         retriever = build_retriever(corpus)
-        retrieval = run_retrieval(app, corpus, goldens, retrieval_configs([]), retriever=retriever)
+        retrieval = run_retrieval(app, corpus, goldens, retrieval_configs([]), retriever=retriever,
+                                  label=label)
         if on_retrieval is not None:
             on_retrieval(retrieval)
         sampling = GenerationOptions()
         generation = run_generation(app, corpus, goldens, models=options.models, modes=list(MODES),
                                     repeats=options.repeats, config=sampling.retrieval_config(),
                                     options=sampling.sampling(), max_concurrency=options.max_concurrency,
-                                    ollama_host=options.ollama_host, progress=progress)
+                                    ollama_host=options.ollama_host, progress=progress, label=label)
         fingerprint = corpus.fingerprint
         causes = run_gap_causes(app.store().engine, generation.run_id)
         advice = measured_advice(app, generation.run_id, corpus, causes)

@@ -17,6 +17,7 @@ from ragqual.app.rag_subject import rag_subject
 from ragqual.app.resume import generation_resume_plan
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select
+from ragqual.core.runlabel import RunLabel, run_label
 from ragqual.engine import loop
 from ragqual.engine.services import ensure_available, services_for
 from ragqual.engine.subject import Variant
@@ -51,6 +52,8 @@ class GenerationOptions:
     context_k: int = 5
     threshold: float | None = None
     with_mock_line: bool = True
+    name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`)
+    run_tags: tuple[str, ...] = ()
 
     def retrieval_config(self) -> RetrievalConfig:
         return RetrievalConfig(strategy=self.strategy, candidate_k=self.candidate_k, context_k=self.context_k,
@@ -80,8 +83,10 @@ def variants_for(models: Sequence[str], with_mock_line: bool) -> list[Variant]:
 def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden], *, models: Sequence[str],
                    modes: Sequence[str], repeats: int, config: RetrievalConfig, options: dict[str, Any],
                    max_concurrency: int = 1, resume: int | None = None, ollama_host: str | None = None,
-                   with_mock_line: bool = True, progress: Progress | None = None) -> GenerationOutcome:
-    """One generation run over `goldens` (resuming run `resume` when given), appended to the history."""
+                   with_mock_line: bool = True, progress: Progress | None = None,
+                   label: RunLabel = RunLabel()) -> GenerationOutcome:
+    """One generation run over `goldens` (resuming run `resume` when given), appended to the
+    history with its `label` (name, tags) in its params; a resumed run keeps the label it has."""
     check_servers(app, models, ollama_host)  # before the ingest and before any run is recorded
     config = config.with_glossary(corpus.glossary)
     subject = rag_subject(corpus, goldens, config, options)
@@ -91,7 +96,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
     services = services_for(subject, app.response_cache(), ollama_host=ollama_host)
     params = {"retrieval": config.as_dict(), "options": subject.options, "models": [v.model for v in variants],
               "modes": list(modes), "repeats": repeats, "embedder": corpus.embedder_id,
-              "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode}
+              "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode, **label.as_params()}
     outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
                        repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
                        argv=sys.argv, params=params, progress=progress)
@@ -150,6 +155,7 @@ def extra_calls(model_calls: int, cache_hits: int, trials: int) -> int:
 def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: GenerationOptions,
                     progress: Progress | None = None) -> GenerationOutcome:
     """A fresh generation run with `options` over the goldens they select."""
+    label = run_label(options.name, options.run_tags)
     check_servers(app, options.models, options.ollama_host)  # before the corpus is even read
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
@@ -158,7 +164,7 @@ def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: Genera
                               repeats=options.repeats, config=options.retrieval_config(),
                               options=options.sampling(), max_concurrency=options.max_concurrency,
                               ollama_host=options.ollama_host, with_mock_line=options.with_mock_line,
-                              progress=progress)
+                              progress=progress, label=label)
 
 
 def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, given: dict[str, Any],

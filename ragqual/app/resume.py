@@ -5,6 +5,7 @@ modes, repeats, the goldens chosen, retrieval strategy and k's, sampling options
 run's stored parameters; a flag given on the command line is checked against it: equal is fine,
 different is refused (exit 2) naming the flag and the stored value; a flag left out is taken from
 the run. The corpus fingerprint and the goldens hash must still be those the run started with.
+A resumed run keeps its name and tags: `--name` or `--tag key=value` typed again must equal them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ragqual.core.goldens import Golden, goldens_hash
+from ragqual.core.runlabel import RunLabel, run_label
 from ragqual.engine.subject import Variant
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import RetrievalConfig
@@ -59,11 +61,23 @@ RETRIEVAL_FLAGS = {"--strategy": "strategy", "--candidate-k": "candidate_k", "--
 SELECTION = "--limit/--tag/--case/--split"  # the goldens a run chose, compared as a set of ids
 
 
+def label_flags(label: RunLabel) -> dict[str, Any]:
+    """A run's name and tags as the flags that set them (`--tag` as `key=value` texts)."""
+    return {"--name": label.name, "--tag": [f"{k}={v}" for k, v in label.tags]}
+
+
+def given_label_flags(name: str | None, run_tags: Sequence[str]) -> dict[str, Any]:
+    """The label flags typed with `--resume` (validated), for the conflict check."""
+    typed = label_flags(run_label(name, run_tags))
+    return {flag: value for flag, value in typed.items() if value}
+
+
 def stored_generation_flags(params: Mapping[str, Any]) -> dict[str, Any]:
     """The run's plan as flag -> value, for the conflict check."""
     retrieval = params.get("retrieval") or {}
     options = params.get("options") or {}
     flags: dict[str, Any] = {
+        **label_flags(RunLabel.from_params(params)),
         "--model": [v["model"] for v in params.get("variants", [])],
         "--mode": list(params.get("modes", [])),
         "--repeats": params.get("repeats"),
@@ -136,6 +150,7 @@ def _same_inputs(info: RunInfo, goldens: Sequence[Golden], fingerprint: str | No
 def subject_resume_flags(params: Mapping[str, Any]) -> dict[str, Any]:
     """A subject run's plan as flag -> value (`ragqual run --resume`)."""
     return {
+        **label_flags(RunLabel.from_params(params)),
         "--model": [v["model"] for v in params.get("variants", [])],
         "--trial-count": params.get("repeats"),
         "--case-slugs": list(params.get("case_slugs", [])),

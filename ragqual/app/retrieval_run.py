@@ -25,6 +25,7 @@ from ragqual.app.history_reads import history_head
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.core.hashing import canonical_json, sha256_hex
+from ragqual.core.runlabel import RunLabel, run_label
 from ragqual.errors import InputError
 from ragqual.pipeline.batch_embed import embed_in_batches
 from ragqual.pipeline.chunking import embed_text_for_chunk
@@ -59,6 +60,8 @@ class RetrievalOptions:
     write_report: bool = False
     export_trec: Path | None = None
     distractors: Path | None = None
+    name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`)
+    run_tags: tuple[str, ...] = ()
 
 
 def _default(flag: bool | None, otherwise: bool) -> bool:
@@ -115,12 +118,12 @@ def record_goldens(app: AppContext, goldens: Sequence[Golden]) -> dict[str, int]
 
 def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
                   configs: dict[str, RetrievalConfig], *, kind: str = "retrieval",
-                  retriever: Retriever | None = None,
+                  retriever: Retriever | None = None, label: RunLabel = RunLabel(),
                   extra_params: Callable[[dict[str, TierResult]], dict[str, Any]] | None = None) -> RetrievalOutcome:
-    """Run each named configuration over the goldens and append everything to the history. The
-    history is opened first: a database behind the current migration is refused before any search.
-    `extra_params` adds to the run's recorded parameters what only the results tell (a sweep's
-    latency and index figures)."""
+    """Run each named configuration over the goldens and append everything to the history, the
+    run's `label` (name, tags) in its params. The history is opened first: a database behind the
+    current migration is refused before any search. `extra_params` adds to the run's recorded
+    parameters what only the results tell (a sweep's latency and index figures)."""
     store = app.store()
     configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
@@ -128,7 +131,8 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
     provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},
                                  "chunking": corpus.chunk_config.as_dict(), "embedder": corpus.embedder_id,
-                                 "goldens": len(goldens), **(extra_params(results) if extra_params else {})},
+                                 "goldens": len(goldens), **label.as_params(),
+                                 **(extra_params(results) if extra_params else {})},
                          corpus_fingerprint=corpus.fingerprint, dataset_hash=goldens_hash(goldens))
     run_id = store.start_run(kind, SUBJECT, provenance)
     record_goldens(app, goldens)
@@ -140,7 +144,7 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     report = {
         "quality": {name: quality_section(r) for name, r in results.items()},
         "timings": {name: timing_section(r) for name, r in results.items()},
-        "run": {"run_id": run_id, "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
+        "run": {"run_id": run_id, **label.as_params(), "git_sha": provenance.git_sha, "git_dirty": provenance.git_dirty,
                 "corpus_fingerprint": corpus.fingerprint, "dataset_hash": provenance.dataset_hash,
                 "embedder": corpus.embedder_id, "search_cache": _reuse(corpus, retriever), **_layout(corpus)},
     }
@@ -208,12 +212,13 @@ def retrieval_configs(strategies: Sequence[str], **params) -> dict[str, Retrieva
 
 
 def with_distractors_side_by_side(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden],
-                                  configs: dict[str, RetrievalConfig], plain: RetrievalOutcome, folder: Path) -> RetrievalOutcome:
+                                  configs: dict[str, RetrievalConfig], plain: RetrievalOutcome, folder: Path,
+                                  label: RunLabel = RunLabel()) -> RetrievalOutcome:
     """Run the same configurations again with `folder`'s documents in the index as distractors (a second
     run in the history, its own ingest); the plain outcome gains a `distractors` section side by side."""
     corpus.close()  # one client at a time may hold the embedded store
     with corpus.with_distractors(folder) as crowded:
-        other = run_retrieval(app, crowded, goldens, configs)
+        other = run_retrieval(app, crowded, goldens, configs, label=label)
         added = len(crowded.documents) - len(corpus.documents)
     plain.report["distractors"] = {
         "folder": str(folder), "documents": added, "run_id": other.run_id,
@@ -226,6 +231,7 @@ def with_distractors_side_by_side(app: AppContext, corpus: CorpusContext, golden
 def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: RetrievalOptions) -> RetrievalOutcome:
     """The whole `ragqual retrieval` run: goldens selected, configurations built (or the ablation),
     the run appended, optionally repeated with distractors, the report and TREC files written."""
+    label = run_label(options.name, options.run_tags)
     with load_corpus_context(app, corpus_opts) as corpus:
         standard = corpus.layout != "ragqual"
         corpus.bm25_stem = _default(options.stem, standard)
@@ -244,9 +250,9 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
         if options.ablate:
             base = next(iter(configs.values())) if options.strategies else RetrievalConfig(strategy="hybrid", **params)
             configs = ablation_configs(base)
-        outcome = run_retrieval(app, corpus, goldens, configs)
+        outcome = run_retrieval(app, corpus, goldens, configs, label=label)
         if options.distractors is not None:
-            outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, options.distractors)
+            outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, options.distractors, label)
     if options.write_report:
         published = {**outcome.report, "run": {**outcome.report["run"], **history_head(app.history())}}
         outcome.files.extend(write_report(published, app.settings.results_dir / "reports",

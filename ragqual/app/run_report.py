@@ -20,8 +20,10 @@ from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
+from ragqual.app.run_changes import changes_since_previous
 from ragqual.core.display import brief_params
 from ragqual.core.metric_names import display_order
+from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.records import RunInfo
@@ -64,8 +66,10 @@ def build_report(
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
     header = run_header(info) | history_head(engine)
-    header["params"] = brief_params(info.params or {})
-    title = f"Run {info.id} ({info.kind}{', ' + info.subject if info.subject else ''})"
+    # the name and tags have their own header lines
+    header["params"] = brief_params({k: v for k, v in (info.params or {}).items() if k not in LABEL_KEYS})
+    label = info.label.text()
+    title = f"Run {info.id}{' ' + label if label else ''} ({info.kind}{', ' + info.subject if info.subject else ''})"
     unsealed = unsealed_counts(engine, [info.id]).get(info.id)
     notes = [unsealed_warning(info.id, unsealed)] if unsealed else []
     if unsealed:
@@ -73,10 +77,22 @@ def build_report(
     if trials.empty:
         questions = metrics[metrics["trial_id"].isna()] if not metrics.empty else metrics
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
-        return Report(title, header, [("metrics", table)], notes)
+        return _with_changes(engine, info, Report(title, header, [("metrics", table)], notes))
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
     report = _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
-    return Report(report.title, report.header, report.sections, [*report.notes, *notes])
+    return _with_changes(engine, info, Report(report.title, report.header, report.sections, [*report.notes, *notes]))
+
+
+def _with_changes(engine: Engine, info: RunInfo, report: Report) -> Report:
+    """The report with the settings that differ from the previous run of its kind, as a last table
+    (a note for the first run of its kind)."""
+    changes = changes_since_previous(engine, [info.id])[info.id]
+    report.header["previous_run"] = changes.previous
+    if changes.previous is None:
+        return Report(report.title, report.header, report.sections,
+                      [*report.notes, f"the first {info.kind} run: no earlier one to compare its settings with"])
+    section = (f"settings changed since run {changes.previous} (the previous {info.kind} run)", changes.frame())
+    return Report(report.title, report.header, [*report.sections, section], report.notes)
 
 
 # -- retrieval --------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragqual.app.context import AppContext
-from ragqual.app.resume import refuse_conflicts, subject_resume_flags
+from ragqual.app.resume import given_label_flags, refuse_conflicts, subject_resume_flags
+from ragqual.core.runlabel import run_label
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary, summarise_run
 from ragqual.engine.cases import select_by_slugs
@@ -30,6 +31,8 @@ class SubjectRunOptions:
     max_concurrency: int = 1
     resume: int | None = None
     ollama_host: str | None = None
+    name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`); kept on resume
+    run_tags: tuple[str, ...] = ()
 
 
 def plan_run(app: AppContext, o: SubjectRunOptions) -> tuple[Subject, loop.RunPlan]:
@@ -47,6 +50,7 @@ def plan_run(app: AppContext, o: SubjectRunOptions) -> tuple[Subject, loop.RunPl
     given = {flag: value for flag, value in (("--model", list(o.models)), ("--trial-count", o.trial_count),
                                               ("--case-slugs", list(o.case_slugs)), ("--mode", list(o.modes)))
              if value}
+    given.update(given_label_flags(o.name, o.run_tags))
     refuse_conflicts(o.resume, subject_resume_flags(info.params), given)
     return subject, loop.plan_from_run(app.store(), o.resume, subject)
 
@@ -54,6 +58,7 @@ def plan_run(app: AppContext, o: SubjectRunOptions) -> tuple[Subject, loop.RunPl
 def run_subject(app: AppContext, options: SubjectRunOptions,
                 progress: loop.ProgressCallback | None = None) -> tuple[loop.RunOutcome, RunSummary]:
     """Plan, run every trial into the history, and summarise the run per variant."""
+    label = run_label(options.name, options.run_tags)
     subject, plan = plan_run(app, options)
     store = app.store()
     outcome = loop.run(
@@ -61,6 +66,6 @@ def run_subject(app: AppContext, options: SubjectRunOptions,
         services=services_for(subject, app.response_cache(), ollama_host=options.ollama_host),
         modes=plan.modes, repeats=plan.repeats, max_concurrency=options.max_concurrency,
         resume_run_id=options.resume, progress=progress,
-        params={"ollama_host": options.ollama_host} if options.ollama_host else None,
+        params={**({"ollama_host": options.ollama_host} if options.ollama_host else {}), **label.as_params()},
     )
     return outcome, summarise_run(store.engine, outcome.run_id)

@@ -36,6 +36,7 @@ from ragqual.core.goldens import Golden, goldens_hash
 from ragqual.core.hashing import hash_value
 from ragqual.core.splits import SPLIT_METHODS, assign_hash_splits, split_counts
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
+from ragqual.core.runlabel import RunLabel, run_label
 from ragqual.errors import InputError
 from ragqual.pipeline.report import render_json
 from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, ranking_code
@@ -71,6 +72,8 @@ class SweepOptions:
     split_seed: int = 0
     rerun: bool = False
     gate: Options = Options()
+    name: str | None = None  # each recorded run's name and tags (`--name`, `--tag key=value`)
+    run_tags: tuple[str, ...] = ()
 
     @property
     def sweeps_indexes(self) -> bool:
@@ -209,22 +212,26 @@ def entry_key(corpus: CorpusContext, goldens: Sequence[Golden], configs: Mapping
                        "ragqual": __version__})
 
 
-def finished_run(store: RunStore, entry: str) -> int | None:
-    """The newest finished sweep run recorded with `entry`, if any."""
+def finished_run(store: RunStore, entry: str, label: RunLabel = RunLabel()) -> int | None:
+    """The newest finished sweep run recorded with `entry` and labelled `label` (name and tags), if
+    any: a sweep given another name or other tags records runs of its own, so every run it lists
+    carries the label it was given."""
     for run_id in store.run_ids(KIND):
         info = store.get_run(run_id)
-        if info.status == "finished" and (info.params.get("sweep") or {}).get("entry") == entry:
+        if (info.status == "finished" and (info.params.get("sweep") or {}).get("entry") == entry
+                and info.label == label):
             return run_id
     return None
 
 
 def evaluate_index(app: AppContext, corpus: CorpusContext, index: IndexConfig | None, goldens: Sequence[Golden],
-                   configs: dict[str, RetrievalConfig], rerun: bool) -> IndexResult:
-    """One index configuration's run: read back when finished before with the same entry key,
-    otherwise ingested when needed (into its own collection) and evaluated as a new run."""
+                   configs: dict[str, RetrievalConfig], rerun: bool, label: RunLabel = RunLabel()) -> IndexResult:
+    """One index configuration's run: read back when finished before with the same entry key and
+    label, otherwise ingested when needed (into its own collection) and evaluated as a new run
+    carrying `label` (name, tags) in its params."""
     store = app.store()
     entry = entry_key(corpus, goldens, configs)
-    done = None if rerun else finished_run(store, entry)
+    done = None if rerun else finished_run(store, entry, label)
     if done is not None:
         info = store.get_run(done)
         return IndexResult(index, done, True, gated_summary(store, done), dict(info.params["sweep"]["figures"]))
@@ -244,7 +251,7 @@ def evaluate_index(app: AppContext, corpus: CorpusContext, index: IndexConfig | 
             return {"sweep": {"entry": entry, "index": None if index is None else dataclasses.asdict(index),
                               "figures": figures}}
 
-        outcome = run_retrieval(app, corpus, goldens, configs, kind=KIND, retriever=retriever,
+        outcome = run_retrieval(app, corpus, goldens, configs, kind=KIND, retriever=retriever, label=label,
                                 extra_params=recorded)
     return IndexResult(index, outcome.run_id, False, gated_summary(store, outcome.run_id), figures)
 
@@ -253,7 +260,9 @@ def evaluate_index(app: AppContext, corpus: CorpusContext, index: IndexConfig | 
 
 def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) -> SweepOutcome:
     """Every index configuration (or the project's index) times the retrieval grid, judged on the
-    selection split against the first configuration; the other split reported."""
+    selection split against the first configuration; the other split reported. Every run it records
+    carries the options' name and tags."""
+    label = run_label(options.name, options.run_tags)
     configs = grid(options)
     if config_name(parse_config_name(options.baseline)) not in configs:
         raise InputError(f"baseline {options.baseline!r} is not in the grid: choose one of {', '.join(configs)}")
@@ -272,8 +281,8 @@ def sweep(app: AppContext, corpus_opts: CorpusOptions, options: SweepOptions) ->
             plan = [(i, scoped_context(corpus, i)) for i in index_configs(options, corpus)]
         else:
             plan = [(None, corpus)]
-        results = [evaluate_index(app, ctx, index, chosen_set, configs, options.rerun) for index, ctx in plan]
-    return _judge(app, results, configs, options, {g.id for g in chosen}, split, other, note)
+        results = [evaluate_index(app, ctx, index, chosen_set, configs, options.rerun, label) for index, ctx in plan]
+    return _judge(app, results, configs, options, {g.id for g in chosen}, split, other, note, label)
 
 
 def row_name(index: IndexConfig | None, retrieval: str) -> str:
@@ -295,7 +304,8 @@ def _part(group: GroupSummary, ids: set[str], inside: bool) -> dict[str, dict[st
 
 
 def _judge(app: AppContext, results: list[IndexResult], configs: Mapping[str, RetrievalConfig],
-           options: SweepOptions, selection_ids: set[str], split: str, other: str, note: str) -> SweepOutcome:
+           options: SweepOptions, selection_ids: set[str], split: str, other: str, note: str,
+           label: RunLabel = RunLabel()) -> SweepOutcome:
     rows: dict[str, dict[str, Any]] = {}
     parts: dict[str, tuple[Summary, Summary]] = {}
     for result in results:
@@ -319,7 +329,7 @@ def _judge(app: AppContext, results: list[IndexResult], configs: Mapping[str, Re
     verdict = decide(rows[first]["selection"], {n: r["selection"] for n, r in rows.items() if n != first})
     picked = verdict.best or first
     held = paired_gate(parts[first][1], parts[picked][1], options.gate) if picked != first else None
-    document = _document(rows, first, split, other, verdict, gates, held, note, results)
+    document = _document(rows, first, split, other, verdict, gates, held, note, results, label)
     out = app.settings.results_dir / "reports"
     out.mkdir(parents=True, exist_ok=True)
     run_ids = [r.run_id for r in results]
@@ -366,7 +376,7 @@ def _gate_dict(comparison: Comparison) -> dict[str, Any]:
 
 def _document(rows: dict[str, dict[str, Any]], first: str, split: str, other: str, verdict: Verdict,
               gates: Mapping[str, Comparison], held: Comparison | None, note: str,
-              results: Sequence[IndexResult]) -> dict[str, Any]:
+              results: Sequence[IndexResult], label: RunLabel = RunLabel()) -> dict[str, Any]:
     return {
         "quality": {"grid": rows, "baseline": first, "selectionSplit": split, "reportedSplit": other, "splits": note,
                     "verdict": {"deciding": verdict.deciding_metric, "saturated": list(verdict.saturated),
@@ -375,5 +385,5 @@ def _document(rows: dict[str, dict[str, Any]], first: str, split: str, other: st
                     "heldOutGate": None if held is None else _gate_dict(held), "caveat": CAVEAT},
         "indexes": [{"index": None if r.index is None else r.index.name, "run_id": r.run_id, "reused": r.reused,
                      **r.figures} for r in results],
-        "timings": {}, "run": {"run_ids": [r.run_id for r in results]},
+        "timings": {}, "run": {"run_ids": [r.run_id for r in results], **label.as_params()},
     }

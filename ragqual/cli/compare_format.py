@@ -12,6 +12,7 @@ import click
 import pandas as pd
 
 from ragqual.app.comparison import Comparison, MetricComparison
+from ragqual.app.comparison import source_label as who
 from ragqual.cli.output import emit_document, emit_page, markdown_table
 from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
 from ragqual.core.stats import too_few_to_detect
@@ -36,7 +37,8 @@ def row_object(row: MetricComparison) -> dict[str, Any]:
 
 
 def _side(summary: Summary) -> dict[str, Any]:
-    return {"source": summary.source, "run_id": summary.run_id, "kind": summary.kind, "tier": summary.tier,
+    return {"source": summary.source, "run_id": summary.run_id, "name": summary.header.get("name"),
+            "tags": summary.header.get("tags") or {}, "kind": summary.kind, "tier": summary.tier,
             "corpus_fingerprint": summary.corpus_fingerprint, "git_sha": summary.header.get("git_sha"),
             "unsealed_rows": summary.header.get("unsealed_rows") or {}}
 
@@ -133,7 +135,7 @@ def unstable_frame(comparison: Comparison) -> pd.DataFrame:
 
 def _text_header(comparison: Comparison) -> dict[str, Any]:
     def side(summary: Summary) -> str:
-        return f"{summary.source} (git {summary.header.get('git_sha') or '-'}, tier {summary.tier})"
+        return f"{who(summary)} (git {summary.header.get('git_sha') or '-'}, tier {summary.tier})"
 
     opts = comparison.options
     counts = {label: len(ids) for label, ids in comparison.unstable_by_group().items()}
@@ -169,7 +171,7 @@ def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
 
 def markdown_comment(comparison: Comparison) -> str:
     """A pull-request comment: the verdict line, the metrics table, the flips."""
-    title = f"ragqual compare: {comparison.base.source} -> {comparison.new.source}"
+    title = f"ragqual compare: {who(comparison.base)} -> {who(comparison.new)}"
     parts = [f"### {title}", "", f"**{verdict_line(comparison)}**", ""]
     opts = comparison.options
     parts.append(f"gate `{opts.gate}`, tolerance {opts.tolerance}, alpha {opts.alpha} (Holm over "
@@ -193,6 +195,6 @@ def emit_comparison(comparison: Comparison, fmt: str, output: str | None = None)
     elif fmt == "markdown":
         click.echo(markdown_comment(comparison))
     else:
-        title = f"compare: BASE {comparison.base.source} -> NEW {comparison.new.source}"
+        title = f"compare: BASE {who(comparison.base)} -> NEW {who(comparison.new)}"
         notes = comparison.notes + ([] if fmt == "csv" else [verdict_line(comparison)])
         emit_document(title, _text_header(comparison), _sections(comparison), fmt, notes)

@@ -16,6 +16,7 @@ from ragqual.app.run_report import stored_reports
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
+from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.cli.progress import elapsed_since_start, progress_printer
 from ragqual.core.display import fmt_value
 from ragqual.core.metric_names import EVAL_SUMMARY
@@ -52,15 +53,17 @@ def retrieval_lines(retrieval: RetrievalOutcome) -> str:
 @click.option("--model", "models", multiple=True, metavar="URI", help="Model(s) for the generation tier [default: mock].")
 @click.option("--repeats", type=click.IntRange(min=1), default=EVAL_DEFAULTS.repeats, show_default=True)
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
-@click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable).")
+@click.option("--tag", "tags", multiple=True, help=GOLDEN_OR_RUN_TAG_HELP)
+@name_option
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--ollama-host", default=None, metavar="URL")
 @click.pass_obj
-def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit, tags, max_concurrency,
+def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit, tags, name, max_concurrency,
              ollama_host) -> None:
     """The whole evaluation in one command, on embedded defaults (no server, no network)."""
-    options = EvalOptions(models=tuple(models), repeats=repeats, limit=limit, tags=tuple(tags),
-                          max_concurrency=max_concurrency, ollama_host=ollama_host)
+    golden_tags, run_tags = golden_and_run_tags(tags)
+    options = EvalOptions(models=tuple(models), repeats=repeats, limit=limit, tags=golden_tags,
+                          max_concurrency=max_concurrency, ollama_host=ollama_host, name=name, run_tags=run_tags)
 
     def show_retrieval(retrieval: RetrievalOutcome) -> None:
         if not app.as_json:  # at once: the generation tier takes much longer

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ragqual.app.context import AppContext
+from ragqual.app.resume import given_label_flags
 from ragqual.app.whatif_run import measured_advice
 from ragqual.app.generation_run import (
     DEFAULTS,
@@ -23,6 +24,7 @@ from ragqual.app.generation_run import (
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
+from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.cli.progress import progress_printer
 from ragqual.core.diagnosis import CauseCount
 from ragqual.pipeline.retrieval import STRATEGIES
@@ -37,7 +39,7 @@ def generation_options(fn):
         click.option("--repeats", type=click.IntRange(min=1), default=DEFAULTS.repeats, show_default=True, help="Samples per question; flips are reported unstable."),
         click.option("--max-concurrency", type=click.IntRange(min=1), default=DEFAULTS.max_concurrency, show_default=True),
         click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens."),
-        click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable)."),
+        click.option("--tag", "tags", multiple=True, help=GOLDEN_OR_RUN_TAG_HELP),
         click.option("--case", "case_ids", multiple=True, help="Only this golden id (repeatable)."),
         click.option("--split", metavar="NAME", default=None, help="Only goldens of this split (validation, test, or a collection's qrels split)."),
         click.option("--ollama-host", default=None, metavar="URL", help="Ollama server (default OLLAMA_HOST or http://127.0.0.1:11434)."),
@@ -80,9 +82,11 @@ def print_generation(app: AppContext, result: GenerationOutcome, causes: dict[st
 
 
 def _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, case_ids, split,
-                 temperature, seed, num_ctx, num_predict, strategy, candidate_k, context_k, threshold):
+                 temperature, seed, num_ctx, num_predict, strategy, candidate_k, context_k, threshold,
+                 run_name=None, run_tags=()):
     """The flags typed on the command line, as the values a fresh run would have stored, and the
-    goldens the selection flags pick (None when none was typed): what `--resume` checks."""
+    goldens the selection flags pick (None when none was typed): what `--resume` checks. `tags`
+    are the golden tags; the run's name and tags must equal the stored ones."""
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
@@ -103,8 +107,9 @@ def _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, c
                               ("num_predict", "--num-predict", num_predict)):
         if typed(name):
             given[flag] = value
+    given.update(given_label_flags(run_name, run_tags))
     selected = None
-    if typed("limit", "tags", "case_ids", "split"):
+    if typed("limit", "case_ids", "split") or tags:
         selected = lambda corpus: pick_goldens(corpus, tags, case_ids, split, limit)  # noqa: E731
     return given, selected
 
@@ -115,18 +120,22 @@ def _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, c
 @click.option("--resume", "resume", type=int, default=None, metavar="RUN_ID",
               help="Finish an interrupted run with the plan it was started with (a conflicting flag is refused).")
 @click.option("--no-mock-line", is_flag=True, help="Do not add the mock (extractive ceiling) beside a real model.")
+@name_option
 @generation_options
 @click.pass_obj
-def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, modes, all_modes, repeats,
+def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, name, modes, all_modes, repeats,
                    max_concurrency, limit, tags, case_ids, split, ollama_host, temperature, seed, num_ctx,
                    num_predict, strategy, candidate_k, context_k, threshold) -> None:
-    """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge."""
+    """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.
+
+    A resumed run keeps its name and tags (`--name`/`--tag key=value` typed again must equal them)."""
     progress = progress_printer(app, "generation")
+    tags, run_tags = golden_and_run_tags(tags)
     with resumable(app, "generation"):
         if resume is not None:
             given, selection = _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, case_ids,
                                             split, temperature, seed, num_ctx, num_predict, strategy, candidate_k,
-                                            context_k, threshold)
+                                            context_k, threshold, name, run_tags)
             result = resume_generation(app, corpus_opts, resume, given, selection, max_concurrency=max_concurrency,
                                        ollama_host=ollama_host, progress=progress)
         else:
@@ -135,7 +144,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, m
                 max_concurrency=max_concurrency, limit=limit, tags=tuple(tags), case_ids=tuple(case_ids), split=split,
                 ollama_host=ollama_host, temperature=temperature, seed=seed, num_ctx=num_ctx, num_predict=num_predict,
                 strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold,
-                with_mock_line=not no_mock_line)
+                with_mock_line=not no_mock_line, name=name, run_tags=run_tags)
             result = generation_tier(app, corpus_opts, options, progress)
     causes = gap_causes(app, result.run_id) if all_modes or {ln.mode for ln in result.lines} == set(MODES) else None
     advice = measured_advice(app, result.run_id, corpus_opts, causes) if causes and not app.as_json else None

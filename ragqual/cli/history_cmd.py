@@ -6,6 +6,10 @@ of trials whose every weight-bearing assertion passed; any other name is a metri
 Only sealed rows count: a run holding rows no seal covers gets an `unsealed_rows` column (and a
 warning on stderr) saying how many were left out.
 
+Each run also shows its name and tags (`--name`, `--tag key=value` when it was recorded) and what
+changed since the previous run of its kind: the settings that differ, shortened in the table
+(`changed`), every one in full in JSON (`changed`, with `previous_run`).
+
 `--case GOLDEN_ID` shows one question across every run instead: its pass share, mean score and
 stability per variant/mode over its repeats (trial runs), or its metric values per strategy
 (retrieval runs), each with the run's git sha.
@@ -13,6 +17,7 @@ stability per variant/mode over its repeats (trial runs), or its metric values p
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import click
@@ -21,8 +26,10 @@ from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head, unsealed_rows
+from ragqual.app.run_changes import changes_since_previous
 from ragqual.cli.output import (check_output, emit_frame, emit_page, format_option, output_format, output_option,
                                 warn_unsealed)
+from ragqual.core.runlabel import RunLabel
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import metric_means, runs_frame, score_means
 from ragqual.core.metric_names import HISTORY_HEADLINES as HEADLINES
@@ -31,6 +38,8 @@ from ragqual.core.metric_names import PASS, SCORE
 DEFAULT_LIMIT = 20
 PROVENANCE_COLUMNS = ["run_id", "kind", "subject", "started_at", "status", "git_sha", "git_dirty",
                       "corpus_fingerprint"]
+LABEL_COLUMNS = ["name", "tags", "changed", "previous_run"]  # name first, the others after the metrics
+SHORT_CHANGED = "changed_short"  # the table's one-line summary of `changed`
 
 
 def headline_metrics(kinds: Sequence[str]) -> list[str]:
@@ -44,15 +53,30 @@ def history_frame(
     """Runs (oldest first) joined with their per-group headline metrics."""
     runs = runs_frame(engine, kind, limit)
     if runs.empty:
-        return pd.DataFrame(columns=[*PROVENANCE_COLUMNS, "group", *metrics])
+        return pd.DataFrame(columns=[*_order(metrics), SHORT_CHANGED])
     wanted = list(metrics) or headline_metrics(runs["kind"].unique().tolist())
     values = _group_values(engine, runs["run_id"].tolist(), wanted, scorer_name, scorer_version)
     frame = runs[PROVENANCE_COLUMNS].merge(values, on="run_id", how="left")
+    frame = frame.merge(_label_values(engine, runs["run_id"].tolist()), on="run_id", how="left")
     frame["group"] = frame["group"].fillna("")
     for metric in wanted:
         if metric not in frame.columns:
             frame[metric] = float("nan")
-    return frame[[*PROVENANCE_COLUMNS, "group", *wanted]].sort_values(["run_id", "group"], kind="stable")
+    return frame[[*_order(wanted), SHORT_CHANGED]].sort_values(["run_id", "group"], kind="stable")
+
+
+def _order(metrics: Sequence[str]) -> list[str]:
+    return ["run_id", LABEL_COLUMNS[0], *PROVENANCE_COLUMNS[1:], "group", *metrics, *LABEL_COLUMNS[1:]]
+
+
+def _label_values(engine: Engine, run_ids: list[int]) -> pd.DataFrame:
+    """Per run: its name, tags, the settings changed since the previous run of its kind (in full,
+    and shortened for the table) and that run's id."""
+    changes = changes_since_previous(engine, run_ids)
+    rows = [{"run_id": run_id, "name": c.label.name, "tags": c.label.tag_dict(), "changed": c.lines(),
+             "previous_run": c.previous, SHORT_CHANGED: c.summary()} for run_id, c in changes.items()]
+    frame = pd.DataFrame(rows, columns=["run_id", *LABEL_COLUMNS, SHORT_CHANGED])
+    return frame.astype({"previous_run": "Int64"})
 
 
 def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer_name: str,
@@ -76,20 +100,28 @@ def with_unsealed(frame: pd.DataFrame, counts: dict[int, dict[str, int]]) -> pd.
     return frame.assign(unsealed_rows=[sum(counts.get(int(r), {}).values()) for r in frame["run_id"]])
 
 
-def run_names(app: AppContext, frame: pd.DataFrame) -> dict[int, str]:
-    """Run id -> the name the run was given (`params["name"]`), for the runs that have one."""
-    store = app.store(auto_create=False)
-    params = {int(r): store.get_run(int(r)).params for r in frame["run_id"].unique().tolist()}
-    return {r: str(p["name"]) for r, p in params.items() if isinstance(p, dict) and p.get("name")}
+def run_names(frame: pd.DataFrame) -> dict[int, str]:
+    """Run id -> the name the run was given (`--name`, `params["name"]`), for the runs that have one."""
+    return {int(r): str(n) for r, n in zip(frame["run_id"], frame["name"]) if isinstance(n, str) and n}
 
 
 def _for_display(frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame.copy()
+    out = frame.drop(columns=["changed", "previous_run"]).rename(columns={SHORT_CHANGED: "changed"})
+    out["tags"] = out["tags"].map(lambda t: RunLabel.from_params({"tags": t}).tag_text() or None)
     out["git_sha"] = out["git_sha"].map(lambda v: v[:10] if isinstance(v, str) else v)
     out["corpus_fingerprint"] = out["corpus_fingerprint"].map(lambda v: v[:12] if isinstance(v, str) else v)
     out["started_at"] = out["started_at"].map(lambda v: str(v)[:19])
     out["git_dirty"] = out["git_dirty"].map(lambda v: None if v is None or pd.isna(v) else bool(v))
     return out.rename(columns={"corpus_fingerprint": "fingerprint", "git_dirty": "dirty"})
+
+
+def _raw(frame: pd.DataFrame, fmt: str) -> pd.DataFrame:
+    """JSON keeps tags as an object and the changes as a list; CSV holds them as JSON text."""
+    out = frame.drop(columns=[SHORT_CHANGED])
+    if fmt == "csv":
+        for column in ("tags", "changed"):
+            out[column] = out[column].map(lambda v: json.dumps(v, sort_keys=True))
+    return out
 
 
 def _for_case_display(frame: pd.DataFrame) -> pd.DataFrame:
@@ -143,10 +175,11 @@ def history_cmd(app: AppContext, kind: str | None, metrics: tuple[str, ...], lim
         from ragqual.reports.history import history_page, intervals
 
         widths = intervals(engine, frame, scorer_name, scorer_version)
-        emit_page(history_page(frame, _for_display(frame), widths, header=history_head(engine),
-                               names=run_names(app, frame)), output)
+        plotted = frame.drop(columns=[*LABEL_COLUMNS, SHORT_CHANGED])
+        emit_page(history_page(plotted, _for_display(frame), widths, header=history_head(engine),
+                               names=run_names(frame)), output)
         return
     if frame.empty and fmt == "table":
         click.echo("no runs in the history yet")
         return
-    emit_frame(_for_display(frame) if fmt in ("table", "markdown") else frame, fmt)
+    emit_frame(_for_display(frame) if fmt in ("table", "markdown") else _raw(frame, fmt), fmt)

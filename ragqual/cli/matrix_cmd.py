@@ -12,6 +12,7 @@ from ragqual.app.history_reads import history_head
 from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.cli.label_options import name_option, refuse_label, run_tag_option, run_tags_only
 from ragqual.cli.output import check_output, emit_page, output_option
 from ragqual.cli.progress import fmt3, progress_printer
 from ragqual.core.display import MISSING
@@ -57,22 +58,26 @@ def markdown_frame(table: str) -> pd.DataFrame:
 @click.option("--format", "fmt", type=click.Choice(["table", "html"]), default="table", show_default=True,
               help="html: one self-contained page with the heatmap, written to -o FILE or printed.")
 @output_option()
+@name_option
+@run_tag_option
 @click.pass_obj
 def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, repeats, ollama_host, num_predict,
-               scorer_version, allow_incomplete, fmt, output) -> None:
+               scorer_version, allow_incomplete, fmt, output, name, run_tags) -> None:
     """Capability table of several models: the artefact to look up when someone reports a bad answer."""
     check_output(fmt, output)
     if (models is None) == (run_id is None):
         raise InputError("give --models A,B,C to run the models, or --run RUN_ID to show a stored run")
+    run_tags = run_tags_only(run_tags)
     flag = None
     if run_id is not None:
+        refuse_label(name, run_tags, "--run shows a stored run and records none")
         lines, flag = stored_mode_lines(app, run_id, scorer_version, allow_incomplete)
         modes = [m for m in MODES if any(ln.mode == m for ln in lines)]
     else:
         uris = tuple(m.strip() for m in models.split(",") if m.strip())
         modes = list(MODES) if all_modes else ["e2e"]
         options = GenerationOptions(models=uris, modes=tuple(modes), repeats=repeats, limit=limit,
-                                    ollama_host=ollama_host, num_predict=num_predict)
+                                    ollama_host=ollama_host, num_predict=num_predict, name=name, run_tags=run_tags)
         with resumable(app, "generation"):
             result = generation_tier(app, corpus_opts, options, progress_printer(app, "generation"))
         run_id = result.run_id

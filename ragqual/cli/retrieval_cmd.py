@@ -11,6 +11,7 @@ from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
 from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
+from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.core.display import fmt_ms
 from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json
@@ -40,7 +41,8 @@ def _delta(value: float | None, base: float | None) -> float | None:
 @click.option("--strategy", "strategies", multiple=True, type=click.Choice(STRATEGIES), help="Strategy to run (repeatable) [default: all three].")
 @click.option("--ablate", is_flag=True, help="Run each pipeline stage on/off side by side with deltas.")
 @click.option("--threshold", type=float, default=None, help="Dense similarity cut-off for what reaches the context.")
-@click.option("--tag", "tags", multiple=True, help="Only goldens with this tag (repeatable).")
+@click.option("--tag", "tags", multiple=True, help=GOLDEN_OR_RUN_TAG_HELP)
+@name_option
 @click.option("--split", metavar="NAME", default=None, help="Only goldens of this split: validation, test, or a BEIR collection's qrels split (dev, train...).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N goldens.")
 @click.option("--candidate-k", type=click.IntRange(min=1), default=None, help="Candidates each retriever returns [default: 20; 1000 on a BEIR/TREC collection].")
@@ -56,14 +58,15 @@ def _delta(value: float | None, base: float | None) -> float | None:
 @click.option("--distractors", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
               help="Also run with the documents of PATH (any corpus layout) in the index, never relevant; prints both side by side.")
 @click.pass_obj
-def retrieval_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, ablate, threshold, tags, split, limit,
-                  candidate_k, context_k, rrf_k, expand, rerank, stem, show_misses, write, export_trec,
+def retrieval_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, ablate, threshold, tags, name, split,
+                  limit, candidate_k, context_k, rrf_k, expand, rerank, stem, show_misses, write, export_trec,
                   distractors) -> None:
     """Run the retrieval tier: no chat model, deterministic, seconds."""
-    options = RetrievalOptions(strategies=tuple(strategies), ablate=ablate, threshold=threshold, tags=tuple(tags),
+    golden_tags, run_tags = golden_and_run_tags(tags)
+    options = RetrievalOptions(strategies=tuple(strategies), ablate=ablate, threshold=threshold, tags=golden_tags,
                                split=split, limit=limit, candidate_k=candidate_k, context_k=context_k, rrf_k=rrf_k,
                                expand=expand, rerank=rerank, stem=stem, write_report=write, export_trec=export_trec,
-                               distractors=distractors)
+                               distractors=distractors, name=name, run_tags=run_tags)
     outcome = retrieval_tier(app, corpus_opts, options)
     _print(app, outcome, ablate, show_misses)
     if write:

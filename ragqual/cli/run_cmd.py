@@ -11,6 +11,7 @@ import click
 from ragqual.app.context import AppContext
 from ragqual.app.subject_run import DEFAULT_TRIALS, SubjectRunOptions, run_subject
 from ragqual.cli.context import resumable
+from ragqual.cli.label_options import name_option, run_tag_option, run_tags_only
 from ragqual.cli.summary_tables import print_summary, summary_dict
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary
@@ -58,18 +59,20 @@ class _Progress:
 @click.option("--resume", "resume", type=int, metavar="RUN_ID",
               help="Finish an interrupted run: only its missing trials run.")
 @click.option("--ollama-host", metavar="URL", help="Ollama server (default: OLLAMA_HOST or 127.0.0.1:11434).")
+@name_option
+@run_tag_option
 @click.pass_obj
 def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], trial_count: int | None,
             case_slugs: str | None, modes: tuple[str, ...], max_concurrency: int, resume: int | None,
-            ollama_host: str | None) -> None:
+            ollama_host: str | None, name: str | None, run_tags: tuple[str, ...]) -> None:
     """Run a subject's cases against one or more models and store every trial.
 
     Prints mean score, pass rate, latency p50/p95, cost and cache hits per variant, and the run id.
-    Ctrl-C keeps every finished trial; `--resume RUN_ID` completes the run.
+    Ctrl-C keeps every finished trial; `--resume RUN_ID` completes the run, keeping its name and tags.
     """
     options = SubjectRunOptions(subject=subject_name, models=models, trial_count=trial_count,
                                 case_slugs=tuple(_split(case_slugs)), modes=modes, max_concurrency=max_concurrency,
-                                resume=resume, ollama_host=ollama_host)
+                                resume=resume, ollama_host=ollama_host, name=name, run_tags=run_tags_only(run_tags))
     progress = _Progress(enabled=sys.stderr.isatty() and not app.as_json)
     try:
         with resumable(app, "run"):

@@ -13,6 +13,7 @@ from ragqual.app.history_reads import history_head
 from ragqual.app.sweep_run import CAVEAT, SweepOptions, SweepOutcome, report_stem, sweep
 from ragqual.cli.compare_format import metrics_frame, verdict_line
 from ragqual.cli.corpus_options import corpus_options_except
+from ragqual.cli.label_options import name_option, run_tag_option, run_tags_only
 from ragqual.cli.output import markdown_table
 from ragqual.core.display import fmt_ms, fmt_value
 from ragqual.core.metric_names import SWEEP_COLUMNS as COLUMNS
@@ -61,15 +62,18 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 @click.option("--baseline", default="hybrid/c20/k5", show_default=True,
               help="The retrieval configuration candidates must beat; with the index axes, on the first index configuration.")
 @click.option("--rerun", is_flag=True, help="Evaluate every configuration again instead of reusing finished runs of the same plan.")
+@name_option
+@run_tag_option
 @click.pass_obj
 def sweep_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, candidate_ks, context_ks, chunk_tokens,
-              overlap_tokens, embedders, split, split_by, split_seed, baseline, rerun) -> None:
+              overlap_tokens, embedders, split, split_by, split_seed, baseline, rerun, name, run_tags) -> None:
     """Run the retrieval grid, and the chunking and embedder axes each in its own index; record quality
     next to latency p95, index size, ingest time and context size, gated against the first configuration."""
     options = SweepOptions(strategies=_names(strategies), candidate_ks=_ints(candidate_ks),
                            context_ks=_ints(context_ks), split=split, baseline=baseline,
                            chunk_tokens=_ints(chunk_tokens) or (), overlap_tokens=_ints(overlap_tokens, 0) or (),
-                           embedders=_names(embedders) or (), split_by=split_by, split_seed=split_seed, rerun=rerun)
+                           embedders=_names(embedders) or (), split_by=split_by, split_seed=split_seed, rerun=rerun,
+                           name=name, run_tags=run_tags_only(run_tags))
     outcome = sweep(app, corpus_opts, options)
     markdown = render_markdown(outcome)
     out = app.settings.results_dir / "reports"

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ragqual.core.runlabel import RunLabel
+
 
 @dataclass(frozen=True)
 class Provenance:
@@ -51,6 +53,11 @@ class RunInfo:
     dataset_hash: str | None
     git_sha: str | None
     git_dirty: bool | None
+
+    @property
+    def label(self) -> RunLabel:
+        """The run's name and tags (kept in its params; ragqual.core.runlabel)."""
+        return RunLabel.from_params(self.params)
 
 
 @dataclass(frozen=True)

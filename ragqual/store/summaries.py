@@ -86,6 +86,8 @@ def run_header(info: RunInfo) -> dict[str, Any]:
     """The provenance a report or a baseline shows for a run."""
     return {
         "run_id": info.id,
+        "name": info.label.name,
+        "tags": info.label.tag_dict(),
         "kind": info.kind,
         "subject": info.subject,
         "status": run_status(info.status),

@@ -224,6 +224,44 @@ def test_a_run_stopped_before_it_finished_is_evaluated_again(project, capsys, mo
     assert again["indexes"][0]["ingestMs"] is None  # the index itself was complete: not ingested again
 
 
+def _sweep_params(project: Path) -> list[dict]:
+    import sqlite3
+
+    with sqlite3.connect(project / "eval-results" / "eval.db") as conn:
+        return [json.loads(p) for (p,) in conn.execute("SELECT params FROM runs WHERE kind = 'sweep' ORDER BY id")]
+
+
+def test_every_index_run_carries_the_name_and_tags_and_reuse_keeps_to_the_same_label(project, capsys):
+    labelled = (*TWO_SIZES, "--name", "chunk-sizes", "--tag", "idea=smaller", "--tag", "corpus=tiny")
+    first = _sweep(project, capsys, *labelled)
+    assert first["run"]["name"] == "chunk-sizes" and first["run"]["tags"] == {"corpus": "tiny", "idea": "smaller"}
+    stored = _sweep_params(project)
+    assert len(stored) == 2
+    for params in stored:
+        assert params["name"] == "chunk-sizes" and params["tags"] == {"corpus": "tiny", "idea": "smaller"}
+        assert params["sweep"]["entry"]  # the sweep's own record kept beside the label
+
+    again = _sweep(project, capsys, *labelled)  # the same plan and label: read back
+    assert [i["reused"] for i in again["indexes"]] == [True, True] and _sweep_runs(project) == 2
+
+    renamed = _sweep(project, capsys, *TWO_SIZES, "--name", "chunk-sizes-2")  # another label: runs of its own
+    assert [i["reused"] for i in renamed["indexes"]] == [False, False] and _sweep_runs(project) == 4
+    assert [p.get("name") for p in _sweep_params(project)[2:]] == ["chunk-sizes-2", "chunk-sizes-2"]
+    assert all("tags" not in p for p in _sweep_params(project)[2:])
+    for name, row in renamed["quality"]["grid"].items():
+        assert row["selection"] == first["quality"]["grid"][name]["selection"]
+
+    code, out, err = ragqual(project / "eval-results" / "eval.db", ["history", "--kind", "sweep"], capsys)
+    assert code == 0, err
+    assert out.count("chunk-sizes-2") == 2 and "corpus=tiny idea=smaller" in out
+
+
+def test_a_bad_sweep_tag_is_refused_before_anything_is_recorded(project, capsys):
+    code, _, err = ragqual(project / "eval-results" / "eval.db", ["sweep", *TWO_SIZES, "--tag", "novalue"], capsys)
+    assert code == 2 and "--tag 'novalue'" in err
+    assert _sweep_runs(project) == 0
+
+
 def test_an_edited_glossary_is_evaluated_again_not_read_back(project, capsys):
     """The glossary's digest is in each configuration and so in the sweep's reuse key."""
     (project / "pyproject.toml").write_text('[tool.ragqual]\nglossary = "glossary.txt"\n', encoding="utf-8")

@@ -113,8 +113,8 @@ def test_history_shows_pass_as_a_fraction_and_a_dash_for_a_metric_a_run_lacks(he
     assert code == 0, err
     header = _row(out, "run_id")
     tokens = next(line.split() for line in out.splitlines()[1:] if line.split())
-    assert tokens[-4:] == ["0.500", "0.500", "-", "-"]
-    assert header[-4:] == ["score", "pass", "correctness", "contextRecall"]
+    assert tokens[-6:] == ["0.500", "0.500", "-", "-", "-", "-"]  # no tags, nothing before it to change from
+    assert header[-6:] == ["score", "pass", "correctness", "contextRecall", "tags", "changed"]
     _no_bad_missing(out)
 
 
@@ -123,7 +123,7 @@ def test_history_markdown_shows_a_dash_for_a_missing_cell(head_db, store, capsys
     code, out, err = ragqual(head_db, ["history", "--format", "markdown"], capsys)
     assert code == 0, err
     row = _cells(out.splitlines()[2])
-    assert row[-4:] == ["1.000", "1.000", "-", "-"]  # score, pass, correctness, contextRecall
+    assert row[-6:] == ["1.000", "1.000", "-", "-", "-", "-"]  # score, pass, correctness, contextRecall, tags, changed
 
 
 # -- generation summary and matrix ---------------------------------------------------------------------
@@ -195,15 +195,20 @@ def test_run_summary_shows_pass_rate_as_a_fraction_and_missing_latency_as_a_dash
 # -- audit --------------------------------------------------------------------------------------------
 
 def test_audit_shows_metrics_as_fractions_and_a_dash_for_unknowns():
-    from ragqual.cli.audit_cmd import _run_lines, _score_lines
+    from ragqual.cli.audit_cmd import _headline_lines, _run_lines
 
     run = {"id": 1, "kind": "generation", "subject": "rag", "started_at": "2026-01-01", "status": "finished",
            "git_sha": "abc", "git_dirty": None, "corpus_fingerprint": None, "dataset_hash": None,
            "provenance": {}, "argv": ["ragqual"], "params": {}}
     text = "\n".join(_run_lines({"run": run, "run_events": []}))
     assert "dirty: -" in text and "ragqual -  python -" in text
-    metrics = _score_lines({"scorings": [], "metrics": [{"metric": "recall@5", "value": 0.83333},
-                                                        {"metric": "mrr", "value": None}]})
+    trial = {"parsed_output": None, "raw_output": "an answer", "created_at": "2026-01-01", "slug": "q1",
+             "variant_name": "mock", "mode": "e2e", "repeat_index": 0, "error": None,
+             "case_definition": {"input": {"query": "a question"}, "assertions": []}}
+    scoring = {"scores": [], "assertions": [], "created_at": "2026-01-01", "batch": "b" * 8}
+    metrics = _headline_lines(1, {"trial": trial, "run": run, "assertion_defs": [], "scorings": [scoring],
+                                  "metrics": [{"metric": "recall@5", "value": 0.83333},
+                                              {"metric": "mrr", "value": None}]})
     assert metrics[-1] == "metrics  recall@5=0.833  mrr=-"
 
 
