@@ -120,9 +120,9 @@ def _main(args: list[str]) -> None:
     except RagqualError as exc:
         _fail(exc)
     except Exception as exc:
-        from ragqual.store.faults import translate
+        from ragqual.store.faults import disk_fault, translate
 
-        fault = translate(exc)  # a storage failure no layer below translated: still one line, exit 4
+        fault = translate(exc) or disk_fault(exc)  # a storage failure no layer below translated: exit 4
         if fault is not None:
             _fail(fault)
         endings.internal_error(exc, *endings.invocation(args, cli))

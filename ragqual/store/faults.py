@@ -129,6 +129,30 @@ def translate(exc: BaseException, url: str | URL | None = None) -> StorageFault 
     return None
 
 
+# Conditions of the disk itself: a storage failure whichever file met them.
+_DISK = (
+    ("database or disk is full", "the disk holding it is full", "free some space and run again"),
+    ("no space left", "the disk holding it is full", "free some space and run again"),
+    ("disk quota exceeded", "the disk quota is used up", "free some space and run again"),
+    ("read-only file system", "the file system is read-only", "write to another folder (--db, RAGQUAL_CACHE_DIR)"),
+    ("disk i/o error", "a disk I/O error occurred", "check the disk, then run again"),
+)
+
+
+def disk_fault(exc: BaseException) -> StorageFault | None:
+    """A raw sqlite3 or OS error of unknown origin (a cache folder, Qdrant's local store, a report
+    file) that is a condition of the disk: still a storage fault (exit 4), never an internal
+    error, and worded without blaming the history (`translate` leaves these to it)."""
+    if not isinstance(exc, (OSError, sqlite3.Error)):
+        return None
+    message = str(exc).lower()
+    where = getattr(exc, "filename", None) or "a file ragqual writes"
+    for needle, what, fix in _DISK:
+        if needle in message:
+            return StorageFault(f"{where}: {what}: {fix}")
+    return None
+
+
 @dataclass(frozen=True)
 class FileIdentity:
     path: Path

@@ -43,3 +43,17 @@ def test_a_password_in_a_server_url_is_not_shown():
     fault = translate(OperationalError("INSERT", {}, DiskFull("could not extend file")),
                       "postgresql+psycopg://u:S3cret@db:5432/eval")
     assert "S3cret" not in str(fault) and "db:5432/eval" in str(fault)
+
+
+def test_a_full_or_read_only_disk_of_unknown_origin_is_still_a_storage_fault_not_the_historys():
+    """What `translate` leaves alone (a raw error of unknown origin) is still exit 4 when it is a
+    condition of the disk, worded without naming the history."""
+    from ragqual.store.faults import disk_fault
+
+    full = disk_fault(OSError(28, "No space left on device", "/x/qdrant-edge/segment"))
+    assert isinstance(full, StorageFault) and "/x/qdrant-edge/segment: the disk holding it is full" in str(full)
+    assert "history" not in str(full)
+    assert isinstance(disk_fault(sqlite3.OperationalError("database or disk is full")), StorageFault)
+    assert isinstance(disk_fault(OSError(30, "Read-only file system")), StorageFault)
+    assert disk_fault(sqlite3.OperationalError("unable to open database file")) is None
+    assert disk_fault(ValueError("no space left")) is None
