@@ -78,6 +78,8 @@ def _delete_seals(path: str, where: str, params: tuple) -> None:
             covered.setdefault(table, set()).update(sealing.expand(part["ids"]))
     for table, ids in covered.items():
         con.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids])
+    # a thorough rewrite also removes the deleted seals' spans (else `verify` alone names them)
+    con.executemany("DELETE FROM seal_spans WHERE seal_id = ?", [(i,) for i in covered["seals"]])
     for _, sql in triggers:
         con.execute(sql)
     con.commit()
