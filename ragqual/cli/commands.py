@@ -42,7 +42,8 @@ SUMMARIES: dict[str, str] = {
     "report": "Summarise one run from the history: metrics per group, pass rate, unstable questions, cost.",
     "compare": "Compare NEW with BASE (run ids or baseline files); exit 1 on a regression.",
     "baseline": "Promote runs to the committed baselines that `ragqual compare` gates against.",
-    "adopt": "Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict, change no default.",
+    "adopt": "Apply the adoption rule to CANDIDATE(s) against BASE; print the verdict with the paired test of "
+             "the deciding metric beside it; change no default.",
     "sql": "Run one read-only SQL statement on the history database and print its rows.",
     "export": "Write RUN_ID's trials and metric values as parquet or csv files.",
     "verify": "Recompute every seal of the history (or of RUN_IDs) and name each row that changed.",

@@ -14,8 +14,8 @@ Rules (the history is append-only, so a stored secret could never be removed):
   them (`remember_secret`, `remember_url_secrets`): the OpenAI API key variables, the Qdrant API
   key, URL passwords in `--db`/`RAGQUAL_DB`, model URLs, `OLLAMA_HOST` and `QDRANT_URL`, and the
   Basic / Bearer header values built from them. The registry is process-wide and only grows. A value shorter
-  than MIN_SECRET_CHARS (6) is not registered: masking every "pw" or "1234" would blank ordinary
-  words and numbers in answers; such short values are still masked in URLs and under
+  than MIN_SECRET_CHARS (8) is not registered: masking every "pw", "1234" or a password that is
+  also a common word (a test server's "ragqual") would blank ordinary words in answers and messages; such short values are still masked in URLs and under
   credential names by the two rules above.
 
 `redact_text` / `redact_value` apply all three rules (stored errors, params, event details, and
@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 MASK = "***"
-MIN_SECRET_CHARS = 6
+MIN_SECRET_CHARS = 8
 _KNOWN: set[str] = set()
 _KNOWN_LOCK = threading.Lock()
 _known_pattern: re.Pattern[str] | None = None

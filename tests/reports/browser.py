@@ -65,7 +65,7 @@ PROBE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>
 var frame = document.getElementById("frame"), tags = %(tags)s, started = Date.now();
 function report() {
   var d = frame.contentDocument, w = frame.contentWindow, counts = {};
-  tags.forEach(function (t) { counts[t] = d.getElementsByTagName(t).length; });
+  tags.forEach(function (t) { counts[t] = d.querySelectorAll(t).length; });
   var charts = Array.prototype.map.call(d.querySelectorAll("div[data-chart]"), function (c) {
     return {id: c.id, drawn: c.getAttribute("data-drawn") === "1",
             marks: c.querySelectorAll('[role="graphics-symbol"]').length};

@@ -49,8 +49,10 @@ def hostile_goldens(real: list[str]) -> str:
 
 # Elements a page is built of: the loaded page has as many as its file (none swallowed, none added).
 STRUCTURE = ("main", "h1", "h2", "section", "dl", "dt", "table", "tr", "td", "input", "details", "b", "p", "script")
-# Elements no page has: one in the loaded page was injected by a payload.
-FOREIGN = ("img", "iframe", "object", "embed", "textarea", "frame", "button", "link", "video", "audio")
+# Elements no page has (CSS selectors): one in the loaded page was injected by a payload. The page's
+# own script adds a pager (two buttons) under a long table; those are the page's, not a payload's.
+FOREIGN = ("img", "iframe", "object", "embed", "textarea", "frame", "button:not([data-prev]):not([data-next])",
+           "link", "video", "audio")
 
 
 class Structure(HTMLParser):

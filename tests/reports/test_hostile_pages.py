@@ -23,8 +23,9 @@ from tests.support.fake_openai import FakeOpenAI
 
 REPO = Path(__file__).resolve().parents[2]
 # The charts each page has with this history (a page that lost a chart fails).
-CHARTS = {"eval": 5, "run-retrieval": 2, "run-generation": 2, "run-models": 2, "failures": 0, "run-subject": 1,
-          "subject-failures": 0, "compare": 2, "compare-models": 1, "history": 6, "case-history": 0, "matrix": 1}
+# A generation run's page adds one whatif curve per model; history draws one chart per headline metric.
+CHARTS = {"eval": 6, "run-retrieval": 2, "run-generation": 3, "run-models": 5, "failures": 0, "run-subject": 1,
+          "subject-failures": 0, "compare": 2, "compare-models": 1, "history": 7, "case-history": 0, "matrix": 1}
 # The hostile strings each page shows. The history page shows no free text (run ids, git shas,
 # fingerprints, modes, metrics) and is checked for being whole only.
 REACHED = {kind: PAYLOADS for kind in ("eval", "run-retrieval", "run-generation", "run-models", "failures", "compare")}
