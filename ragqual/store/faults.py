@@ -131,11 +131,11 @@ def translate(exc: BaseException, url: str | URL | None = None) -> StorageFault 
 
 # Conditions of the disk itself: a storage failure whichever file met them.
 _DISK = (
-    ("database or disk is full", "the disk holding it is full", "free some space and run again"),
+    _SQLITE[0],  # database or disk is full
     ("no space left", "the disk holding it is full", "free some space and run again"),
     ("disk quota exceeded", "the disk quota is used up", "free some space and run again"),
     ("read-only file system", "the file system is read-only", "write to another folder (--db, RAGQUAL_CACHE_DIR)"),
-    ("disk i/o error", "a disk I/O error occurred", "check the disk, then run again"),
+    _SQLITE[3],  # disk i/o error
 )
 
 
