@@ -146,6 +146,17 @@ def raw_connect(url: str):
     return psycopg.connect(_render(parsed.set(drivername="postgresql")))
 
 
+def execute_raw(url: str, *statements: str) -> None:
+    """Run statements on a plain DB-API connection (tampering as an outsider would) and commit."""
+    con = raw_connect(url)
+    try:
+        for statement in statements:
+            con.execute(statement)
+        con.commit()
+    finally:
+        con.close()
+
+
 def dbapi_error(url: str) -> type[Exception]:
     """The DB-API base error class of the backend of `url`."""
     if make_url(url).get_backend_name() == "sqlite":

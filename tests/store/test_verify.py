@@ -10,7 +10,7 @@ from sqlalchemy.engine import make_url
 from ragqual.cli.main import main
 from ragqual.store import db
 from ragqual.store.runstore import RunStore
-from tests.store.conftest import raw_connect
+from tests.store.conftest import execute_raw
 from tests.store.helpers import add_trial, provenance
 
 
@@ -32,25 +32,15 @@ def sentiment_run(store_url, tmp_path, monkeypatch, capsys):
     return store_url
 
 
-def _sql(url: str, *statements: str) -> None:
-    con = raw_connect(url)
-    try:
-        for statement in statements:
-            con.execute(statement)
-        con.commit()
-    finally:
-        con.close()
-
-
 def _tamper(url: str, score_id: int, trial_id: int) -> None:
     """Drop the guards, edit one score, delete one trial (and, on PostgreSQL, what refers to it)."""
     if make_url(url).get_backend_name() == "sqlite":
-        _sql(url, "DROP TRIGGER trial_scores_append_only_update", "DROP TRIGGER trials_append_only_delete",
+        execute_raw(url, "DROP TRIGGER trial_scores_append_only_update", "DROP TRIGGER trials_append_only_delete",
              f"UPDATE trial_scores SET score = 0.123 WHERE id = {score_id}",
              f"DELETE FROM trials WHERE id = {trial_id}")
         return
     children = ("assertion_results", "trial_scores", "metric_values")
-    _sql(url, *[f"DROP TRIGGER {t}_append_only ON {t}" for t in (*children, "trials")],
+    execute_raw(url, *[f"DROP TRIGGER {t}_append_only ON {t}" for t in (*children, "trials")],
          f"UPDATE trial_scores SET score = 0.123 WHERE id = {score_id}",
          *[f"DELETE FROM {t} WHERE trial_id = {trial_id}" for t in children],
          f"DELETE FROM trials WHERE id = {trial_id}")
@@ -76,7 +66,7 @@ def test_edit_and_delete_are_named(sentiment_run, capsys):
 
 
 def test_rows_inserted_outside_ragqual_are_named(sentiment_run, capsys):
-    _sql(sentiment_run, "INSERT INTO trial_scores (trial_id, batch, scorer_name, scorer_version, score, perfect, "
+    execute_raw(sentiment_run, "INSERT INTO trial_scores (trial_id, batch, scorer_name, scorer_version, score, perfect, "
                         "per_category, created_at) SELECT trial_id, batch, scorer_name, 99, 1.0, perfect, per_category, "
                         "created_at FROM trial_scores WHERE id = 1")
     code, out, _ = ragqual(sentiment_run, ["--json", "verify"], capsys)
@@ -103,7 +93,7 @@ def test_swapped_rows_are_reported_as_reordered(store_head_url, capsys):
     store.engine.dispose()
     columns = ("trial_id", "batch", "scorer_name", "scorer_version", "score", "perfect", "per_category", "created_at")
     swap = ", ".join(f"{c} = (SELECT {c} FROM copy WHERE copy.id = 3 - trial_scores.id)" for c in columns)
-    _sql(store_head_url, "DROP TRIGGER trial_scores_append_only_update",
+    execute_raw(store_head_url, "DROP TRIGGER trial_scores_append_only_update",
          "CREATE TEMP TABLE copy AS SELECT * FROM trial_scores", f"UPDATE trial_scores SET {swap} WHERE id IN (1, 2)")
     code, out, _ = ragqual(store_head_url, ["verify"], capsys)
     assert code == 1
@@ -145,7 +135,7 @@ def test_db_current_notices_a_dropped_trigger(store_head_url, capsys):
     assert ragqual(store_head_url, ["db", "current"], capsys)[0] == 0
     dialect_sql = ("DROP TRIGGER trial_scores_append_only_update" if make_url(store_head_url).get_backend_name() == "sqlite"
                    else "DROP TRIGGER trial_scores_append_only ON trial_scores")
-    _sql(store_head_url, dialect_sql)
+    execute_raw(store_head_url, dialect_sql)
     code, out, err = ragqual(store_head_url, ["db", "current"], capsys)
     assert code == 1
     assert "trial_scores_append_only" in err and "ragqual verify" in err

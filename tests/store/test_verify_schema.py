@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 
 from ragqual.store import db, schema_check
 from ragqual.store.runstore import RunStore
-from tests.store.conftest import raw_connect
+from tests.store.conftest import execute_raw, raw_connect
 from tests.store.helpers import add_trial, provenance
 from tests.store.test_upgrade_keeps_data import OldHistory, fill
 from tests.store.test_verify import ragqual
@@ -21,16 +21,6 @@ from tests.store.test_verify import ragqual
 
 def _sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
-
-
-def _sql(url: str, *statements: str) -> None:
-    con = raw_connect(url)
-    try:
-        for statement in statements:
-            con.execute(statement)
-        con.commit()
-    finally:
-        con.close()
 
 
 def _fetch(url: str, query: str) -> list[tuple]:
@@ -77,7 +67,7 @@ def test_a_redefined_view_is_named(history, capsys):
         [(body,)] = _fetch(history, "SELECT pg_get_viewdef('v_trials'::regclass)")
         sql = f"CREATE VIEW v_trials AS {body.rstrip().rstrip(';')}"
     assert "s.score," in sql
-    _sql(history, "DROP VIEW v_trials", sql.replace("s.score,", "1.0 AS score,"))
+    execute_raw(history, "DROP VIEW v_trials", sql.replace("s.score,", "1.0 AS score,"))
     assert sorted(v for (v,) in _fetch(history, "SELECT score FROM v_trials")) == [1.0, 1.0]  # the forgery works
     code, findings, err = _findings(history, capsys)
     assert code == 1
@@ -87,7 +77,7 @@ def test_a_redefined_view_is_named(history, capsys):
 
 def test_a_dropped_trigger_is_named(history, capsys):
     trigger = "trial_scores_append_only_update" if _sqlite(history) else "trial_scores_append_only"
-    _sql(history, f"DROP TRIGGER {trigger}" + ("" if _sqlite(history) else " ON trial_scores"))
+    execute_raw(history, f"DROP TRIGGER {trigger}" + ("" if _sqlite(history) else " ON trial_scores"))
     code, findings, _ = _findings(history, capsys)
     assert code == 1
     assert findings == [("schema", f"trigger {trigger}", "missing: the migrations at head create it")]
@@ -96,7 +86,7 @@ def test_a_dropped_trigger_is_named(history, capsys):
 def test_a_disabled_trigger_is_named(history, capsys):
     if _sqlite(history):
         pytest.skip("SQLite cannot disable a trigger, only drop it")
-    _sql(history, "ALTER TABLE trial_scores DISABLE TRIGGER trial_scores_append_only")
+    execute_raw(history, "ALTER TABLE trial_scores DISABLE TRIGGER trial_scores_append_only")
     code, findings, _ = _findings(history, capsys)
     assert code == 1
     assert _named(findings) == {"trigger trial_scores_append_only"}
@@ -106,11 +96,11 @@ def test_a_dropped_table_is_named_and_its_rows_skipped(history, capsys):
     """The table, and each index, trigger (and on PostgreSQL the view CASCADE took) that went with it."""
     indexes = {"ix_trial_scores_trial_id", "ix_trial_scores_trial_scorer", "ix_trial_scores_trial_version"}
     if _sqlite(history):
-        _sql(history, "DROP TABLE trial_scores")
+        execute_raw(history, "DROP TABLE trial_scores")
         triggers = {"trial_scores_append_only_update", "trial_scores_append_only_delete", "trial_scores_no_replace"}
         others = set()
     else:
-        _sql(history, "DROP TABLE trial_scores CASCADE")
+        execute_raw(history, "DROP TABLE trial_scores CASCADE")
         triggers = {"trial_scores_append_only", "trial_scores_no_truncate"}
         indexes.add("trial_scores_pkey")
         others = {"sequence trial_scores_id_seq", "view v_trials"}
@@ -125,10 +115,10 @@ def test_a_dropped_column_is_named_and_its_table_skipped(history, capsys):
     if _sqlite(history):
         triggers = [n for (n,) in _fetch(history, "SELECT name FROM sqlite_master WHERE type = 'trigger' "
                                                   "AND tbl_name = 'trial_scores'")]
-        _sql(history, *[f"DROP TRIGGER {t}" for t in triggers], "ALTER TABLE trial_scores DROP COLUMN per_category")
+        execute_raw(history, *[f"DROP TRIGGER {t}" for t in triggers], "ALTER TABLE trial_scores DROP COLUMN per_category")
     else:
         triggers = []
-        _sql(history, "ALTER TABLE trial_scores DROP COLUMN per_category")
+        execute_raw(history, "ALTER TABLE trial_scores DROP COLUMN per_category")
     code, findings, _ = _findings(history, capsys)
     assert code == 1
     assert _named(findings) == {"column trial_scores.per_category", *(f"trigger {t}" for t in triggers)}
@@ -136,7 +126,7 @@ def test_a_dropped_column_is_named_and_its_table_skipped(history, capsys):
 
 
 def test_an_extra_index_and_table_are_named(history, capsys):
-    _sql(history, "CREATE INDEX ix_forged ON trials (error)", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    execute_raw(history, "CREATE INDEX ix_forged ON trials (error)", "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
     code, findings, _ = _findings(history, capsys)
     assert code == 1
     primary_key = set() if _sqlite(history) else {"index notes_pkey"}  # SQLite's own index has no SQL
@@ -145,7 +135,7 @@ def test_an_extra_index_and_table_are_named(history, capsys):
 
 
 def test_the_text_report_names_each_object(history, capsys):
-    _sql(history, "CREATE INDEX ix_forged ON trials (error)")
+    execute_raw(history, "CREATE INDEX ix_forged ON trials (error)")
     code, out, err = ragqual(history, ["verify"], capsys)
     assert code == 1
     assert "index ix_forged: schema: extra: no migration creates it" in out
@@ -167,7 +157,7 @@ def test_a_history_upgraded_from_the_first_revision_matches_a_fresh_one(store_ur
 
 
 def test_a_dropped_seals_table_leaves_nothing_checkable_but_no_traceback(history, capsys):
-    _sql(history, "DROP TABLE seals" + ("" if _sqlite(history) else " CASCADE"))
+    execute_raw(history, "DROP TABLE seals" + ("" if _sqlite(history) else " CASCADE"))
     code, findings, _ = _findings(history, capsys)
     assert code == 1
     assert "table seals" in _named(findings)
@@ -178,7 +168,7 @@ def test_a_neutralised_guard_function_is_named(history, capsys):
     """PostgreSQL: the triggers stay, the function they call lets every change through."""
     if _sqlite(history):
         pytest.skip("SQLite triggers carry their own body; the trigger tests cover it")
-    _sql(history, "CREATE OR REPLACE FUNCTION ragqual_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    execute_raw(history, "CREATE OR REPLACE FUNCTION ragqual_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$ "
                   "BEGIN IF TG_OP = 'DELETE' THEN RETURN OLD; END IF; RETURN NEW; END $$",
          "UPDATE trial_scores SET score = score WHERE id = 1")  # the guard no longer refuses
     code, findings, _ = _findings(history, capsys)
