@@ -91,29 +91,29 @@ class Row:
     judge_cover: float | None
 
 
-def _covers(low: float, high: float, truth: float | None) -> float | None:
-    return None if truth is None else float(low <= truth <= high)
+def _covers(low: float, high: float, truth: float | None) -> float:
+    return float(low <= truth <= high) if truth is not None else float("nan")
+
+
+def _one_draw(source: Source, n: int, rng: np.random.Generator) -> list[float]:
+    """Widths, planned width, lambda and coverage (NaN when the truth is unknown) of one draw."""
+    run = source(rng)
+    pick = np.zeros(len(run.human), bool)
+    pick[rng.choice(len(run.human), n, replace=False)] = True
+    rest = np.concatenate([run.judge_labelled[~pick], run.judge_unlabelled])
+    ppi = ppi_mean_ci(run.human[pick], run.judge_labelled[pick], rest)
+    lab = classical_mean_ci(run.human[pick])
+    jud = judge_only_mean_ci(np.concatenate([run.judge_labelled, run.judge_unlabelled]))
+    planned = planned_width(n, n + len(rest), pilot_moments(run.human[pick], run.judge_labelled[pick]))
+    return [ppi.width, planned, ppi.lam or 0.0, lab.width, jud.width, _covers(ppi.low, ppi.high, run.truth),
+            _covers(lab.low, lab.high, run.truth), _covers(jud.low, jud.high, run.truth)]
 
 
 def measure(source: Source, n: int, repeats: int, rng: np.random.Generator) -> Row:
     """Average widths (and coverage when the truth is known) over `repeats` draws of n labels."""
-    cols: dict[str, list[float | None]] = {k: [] for k in ("ppi", "plan", "lam", "lab", "jud", "cp", "cl", "cj")}
-    for _ in range(repeats):
-        run = source(rng)
-        pick = np.zeros(len(run.human), bool)
-        pick[rng.choice(len(run.human), n, replace=False)] = True
-        rest = np.concatenate([run.judge_labelled[~pick], run.judge_unlabelled])
-        ppi = ppi_mean_ci(run.human[pick], run.judge_labelled[pick], rest)
-        lab = classical_mean_ci(run.human[pick])
-        jud = judge_only_mean_ci(np.concatenate([run.judge_labelled, run.judge_unlabelled]))
-        moments = pilot_moments(run.human[pick], run.judge_labelled[pick])
-        for key, value in (("ppi", ppi.width), ("plan", planned_width(n, n + len(rest), moments)), ("lam", ppi.lam),
-                           ("lab", lab.width), ("jud", jud.width), ("cp", _covers(ppi.low, ppi.high, run.truth)),
-                           ("cl", _covers(lab.low, lab.high, run.truth)), ("cj", _covers(jud.low, jud.high, run.truth))):
-            cols[key].append(value)
-    mean = {k: (None if v[0] is None else float(np.mean([x for x in v if x is not None]))) for k, v in cols.items()}
-    return Row(n, mean["ppi"], mean["plan"], mean["lam"], mean["lab"], mean["jud"],  # type: ignore[arg-type]
-               mean["cp"], mean["cl"], mean["cj"])
+    means = np.mean([_one_draw(source, n, rng) for _ in range(repeats)], axis=0)
+    cover = [None if np.isnan(c) else float(c) for c in means[5:]]
+    return Row(n, *(float(x) for x in means[:5]), *cover)
 
 
 def width_table(source: Source, label_counts: Sequence[int], repeats: int, seed: int) -> list[Row]:

@@ -17,7 +17,7 @@ left out of kappa and counted, never silently read as "no".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from itertools import combinations
 
 from ragqual.errors import InputError
@@ -47,6 +47,11 @@ class Agreement:
     disagreements: tuple[int, ...]
     unsure: int = 0
     judge_missing: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain JSON-ready fields (tuples become lists), for audit payloads and JSON reports."""
+        return {**asdict(self), "confusion": [list(row) for row in self.confusion],
+                "disagreements": list(self.disagreements)}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
 
 import numpy as np
@@ -60,6 +60,10 @@ class Estimate:
     def width(self) -> float:
         """Full width of the interval (high - low)."""
         return self.high - self.low
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain JSON-ready fields, width included (for audit payloads and JSON reports)."""
+        return {**asdict(self), "width": self.width}
 
 
 def _array(values: Values, name: str) -> np.ndarray:

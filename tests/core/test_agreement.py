@@ -168,3 +168,13 @@ def test_swap_consistency_refuses_bad_input():
         swap_consistency(["first"], ["a"])
     with pytest.raises(InputError, match="2 verdicts in one order but 1"):
         swap_consistency(["a", "b"], ["a"])
+
+
+def test_as_dict_is_json_ready():
+    import json
+
+    payload = cohen_kappa(HUMAN10, JUDGE10).as_dict()
+    assert json.loads(json.dumps(payload)) == {
+        "kappa": pytest.approx(0.4), "kappa_reason": None, "n": 10, "accuracy": pytest.approx(0.7),
+        "human_rate": pytest.approx(0.6), "judge_rate": pytest.approx(0.5), "confusion": [[3, 1], [2, 4]],
+        "disagreements": [4, 5, 6], "unsure": 0, "judge_missing": 0}

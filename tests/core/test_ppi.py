@@ -234,3 +234,12 @@ def test_an_unreachable_width_is_refused_naming_the_best_one():
         labels_needed(0.01, y, y * 0.5, 20)
     with pytest.raises(InputError, match="positive"):
         labels_needed(0, y, y, 20)
+
+
+def test_as_dict_carries_the_width_and_is_json_ready():
+    import json
+
+    est = classical_mean_ci([1.0, 0.0, 1.0, 1.0])
+    payload = json.loads(json.dumps(est.as_dict()))
+    assert payload["width"] == pytest.approx(est.high - est.low)
+    assert payload["method"] == "labels-only" and payload["lam"] is None and payload["n"] == 4
