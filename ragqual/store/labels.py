@@ -70,7 +70,8 @@ def append_labels(store: RunStore, rows: Sequence[LabelRow]) -> list[int]:
 
     def work(session: Session) -> list[int]:
         wanted = {r.trial_id for r in rows}
-        owner = dict(session.execute(select(Trial.id, Trial.run_id).where(Trial.id.in_(wanted))).tuples().all())
+        found = session.execute(select(Trial.id, Trial.run_id).where(Trial.id.in_(wanted))).all()
+        owner = {int(t): int(r) for t, r in found}
         for r in rows:
             if owner.get(r.trial_id) != r.run_id:
                 raise InputError(f"trial {r.trial_id} is not a trial of run {r.run_id}: nothing was written")
