@@ -155,7 +155,8 @@ class LabelSession:
         if trial is None or not text or self.notes.get(trial) == text:
             return []
         self.notes[trial] = text
-        drafts = [LabelDraft(trial, c, v, text) for c, v in sorted(self.verdicts.get(trial, {}).items())]
+        given = self.verdicts.get(trial, {})
+        drafts = [LabelDraft(trial, c, given[c], text) for c in CRITERIA if c in given]
         self.labelled += len(drafts)
         return drafts
 
