@@ -84,7 +84,7 @@ def test_keys_append_label_rows_and_a_second_session_resumes(workdir, run_id):
 def test_skip_and_back_move_without_writing(workdir, run_id):
     queue = _queue(run_id, "cy")
     order = queue.session.order
-    drive(queue, ["s", "s", "b", "6"])
+    drive(queue, ["s", "right", "left", "6"])  # skip and → move on, ← goes back
     assert _labels(workdir, run_id, "cy") == [(order[1], "completeness", "unsure", None, "tui", None, None)]
 
 
