@@ -75,7 +75,8 @@ def append_labels(store: RunStore, rows: Sequence[LabelRow]) -> list[int]:
         for r in rows:
             if owner.get(r.trial_id) != r.run_id:
                 raise InputError(f"trial {r.trial_id} is not a trial of run {r.run_id}: nothing was written")
-        ids = session.execute(insert(table_of(Label)).returning(Label.id), payload).scalars().all()
+        statement = insert(table_of(Label)).returning(Label.id, sort_by_parameter_order=True)
+        ids = session.execute(statement, payload).scalars().all()
         return [int(i) for i in ids]
 
     return store._write(work, next(iter(runs)) if len(runs) == 1 else None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -65,4 +65,3 @@ def test_format_from_name():
     assert format_of("a.CSV") == "csv" and format_of("a.jsonl") == "jsonl" and format_of("a.csv", "jsonl") == "jsonl"
     with pytest.raises(InputError):
         format_of("a", "xml")
-    assert timezone.utc is UTC

@@ -75,9 +75,8 @@ def test_labels_are_sealed_with_their_run_and_verify_clean(labelled):
 @pytest.mark.parametrize("statement", ["UPDATE labels SET verdict = 'yes'", "DELETE FROM labels"])
 def test_raw_update_and_delete_are_refused(labelled, statement):
     store, run, _, ids = labelled
-    with pytest.raises(dbapi_error(str(store.engine.url.render_as_string(hide_password=False))),
-                       match="labels is append-only history"):
-        execute_raw(store.engine.url.render_as_string(hide_password=False), statement)
+    with pytest.raises(dbapi_error(_url(store)), match="labels is append-only history"):
+        execute_raw(_url(store), statement)
     assert len(label_history(store.engine, run)) == len(ids)
 
 
