@@ -4,7 +4,7 @@ stored candidates (no search, no model call), and the measured advice the decomp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ragqual.app.context import AppContext
@@ -16,6 +16,8 @@ from ragqual.core.goldens import Golden
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
 from ragqual.store.failure_reads import FailureTrial, run_failure_trials
+from ragqual.store.records import RetrievalRow
+from ragqual.store.retrieval_reads import retrieval_hits
 
 SELECT_SPLIT, REPORT_SPLIT = "validation", "test"
 ADVICE_THRESHOLDS = whatif.parse_range("0.3:0.8:0.05")  # what the decomposition measures before it advises
@@ -32,6 +34,8 @@ class VariantWhatif:
     report_rows: list[whatif.Row] | None  # on `test`, when the goldens have splits
     advice: str | None
     overlap: whatif.Overlap
+    unavailable: list[str] = field(default_factory=list)  # settings the stored candidates cannot recompute, and why
+    own_strategy: str | None = None  # the strategy the run retrieved with
 
 
 def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | None:
@@ -40,12 +44,16 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
     if not isinstance(cands, dict):
         return None
     g = trial.case_input
+    others = cands.get("byStrategy") if isinstance(cands.get("byStrategy"), dict) else {}
+    by_strategy = {str(name): (tuple(str(i) for i in c.get("ids") or ()), tuple(float(x) for x in c.get("similarities") or ()))
+                   for name, c in others.items() if isinstance(c, dict)}
     return whatif.Question(
         case_id=trial.case_id, split=split, expect_refusal=bool(g.get("expectRefusal")),
         relevant_docs=tuple(g.get("relevantDocIds") or ()), must_include=tuple(g.get("mustInclude") or ()),
         must_not_include=tuple(g.get("mustNotInclude") or ()),
         candidate_ids=tuple(str(i) for i in cands.get("ids") or ()),
         similarities=tuple(float(s) for s in cands.get("similarities") or ()),
+        by_strategy=by_strategy,
     )
 
 
@@ -72,10 +80,13 @@ def _corpus_for(app: AppContext, opts: CorpusOptions, params: dict[str, Any]) ->
     return replace(opts, **given)
 
 
-def _settings(thresholds: Sequence[float] | None, ks: Sequence[int] | None, own: whatif.Setting) -> list[whatif.Setting]:
+def _settings(thresholds: Sequence[float] | None, ks: Sequence[int] | None, own: whatif.Setting,
+              strategies: Sequence[str] | None = None, own_strategy: str | None = None) -> list[whatif.Setting]:
+    """Every combination asked for; a strategy equal to the run's own is the run's own (None)."""
     cuts: list[float | None] = list(thresholds) if thresholds else [own.threshold]
     sizes = list(ks) if ks else [own.context_k]
-    out = [whatif.Setting(t, k) for t in cuts for k in sizes]
+    kinds: list[str | None] = [None if s == own_strategy else s for s in strategies] if strategies else [None]
+    out = list(dict.fromkeys(whatif.Setting(t, k, s) for s in kinds for t in cuts for k in sizes))
     return out if own in out else [own, *out]
 
 
@@ -94,33 +105,55 @@ def load(app: AppContext, run_id: int, opts: CorpusOptions) -> tuple[dict[str, A
 
 
 def run_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float] | None,
-               ks: Sequence[int] | None) -> list[VariantWhatif]:
+               ks: Sequence[int] | None, strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
     params, corpus, trials = load(app, run_id, opts)
-    return whatif_from(params, corpus, trials, thresholds, ks)
+    return whatif_from(params, corpus, trials, thresholds, ks, strategies)
+
+
+NO_STRATEGY_LISTS = ("its e2e trials stored only the run's own strategy's candidates (a run made before strategy "
+                     "counterfactuals existed): run the generation tier again to compare strategies")
+
+
+def _recomputable(questions: Sequence[whatif.Question], settings: Sequence[whatif.Setting]
+                  ) -> tuple[list[whatif.Setting], list[str]]:
+    """(the settings every question's stored candidates can recompute, why the others cannot)."""
+    kept, missing = [], []
+    for s in settings:
+        if s.strategy is None or all(s.strategy in q.by_strategy for q in questions):
+            kept.append(s)
+        else:
+            missing.append(f"strategy {s.strategy}: {NO_STRATEGY_LISTS}")
+    return kept, list(dict.fromkeys(missing))
 
 
 def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
-                thresholds: Sequence[float] | None, ks: Sequence[int] | None) -> list[VariantWhatif]:
+                thresholds: Sequence[float] | None, ks: Sequence[int] | None,
+                strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
     retrieval = params.get("retrieval") or {}
     own = whatif.Setting(retrieval.get("threshold"), int(retrieval.get("context_k") or 5))
+    own_strategy = retrieval.get("strategy")
     goldens = {g.id: g for g in corpus.goldens}
     texts = {c.chunk_id: c.text for c in corpus.chunks}
     out = []
     for variant in dict.fromkeys(t.variant for t in trials):
         questions = _questions(trials, variant, goldens)
-        missing = sorted({i for q in questions for i in q.candidate_ids if i not in texts})
+        reader = mock_reader(goldens, params.get("options") or {}) if variant == "mock" else None
+        settings, unavailable = _recomputable(questions, _settings(thresholds, ks, own, strategies, own_strategy))
+        if settings == [own] and unavailable:
+            raise InputError(f"no setting asked for can be recomputed from the stored candidates: {unavailable[0]}")
+        missing = sorted({i for q in questions for s in settings for i in q.candidates(s.strategy)[0] if i not in texts})
         if missing:
             raise InputError(f"the stored candidates name {len(missing)} chunk(s) this corpus does not have "
                              f"(first: {missing[0]})")
-        reader = mock_reader(goldens, params.get("options") or {}) if variant == "mock" else None
-        outcomes = whatif.evaluate(questions, _settings(thresholds, ks, own), own, texts, textmatch.found, reader)
+        outcomes = whatif.evaluate(questions, settings, own, texts, textmatch.found, reader)
         split = SELECT_SPLIT if any(q.split == SELECT_SPLIT for q in questions) else None
         rows = whatif.rows_for(questions, outcomes, split)
         report_rows = whatif.rows_for(questions, outcomes, REPORT_SPLIT) if split else None
         objective = "mock pass" if reader else "reader ceiling"
         chosen_on = SELECT_SPLIT if split else "all questions"
         out.append(VariantWhatif(variant, objective, own, len(questions), chosen_on, rows, report_rows,
-                                 whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions)))
+                                 whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions),
+                                 unavailable, own_strategy))
     return out
 
 
@@ -175,3 +208,104 @@ def page_whatif(app: AppContext, run_id: int, opts: CorpusOptions | None = None)
         return PageWhatif(run_whatif(app, run_id, opts or CorpusOptions(), ADVICE_THRESHOLDS, None), None)
     except InputError as e:
         return PageWhatif([], str(e))
+
+
+# -- retrieval runs ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RetrievalWhatif:
+    """`whatif` on a retrieval run: each stored strategy's rankings recomputed per setting."""
+
+    run_id: int
+    own: dict[str, whatif.Setting]  # per strategy (the run's configuration name): its own setting
+    kinds: dict[str, str]  # configuration name -> retrieval strategy (dense, bm25, hybrid)
+    questions: int
+    chosen_on: str
+    rows: list[whatif.RankedRow]  # on the selection split (all questions without splits)
+    report_rows: list[whatif.RankedRow] | None
+    advice: str | None
+    unavailable: list[str]  # strategies and settings the stored rankings cannot recompute, and why
+
+
+SCORE_MARGIN = 2e-6
+"""How far a dense ranking's stored score (the index's cosine, rounded to 6 places) may be from the
+similarity the pipeline cut on (numpy's, rounded alike): measured up to 1e-6 on the bundled corpus."""
+
+
+def _dense_twin(name: str, configs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The run's dense configuration searching the same query text as `name` (same expansion and
+    glossary) at least as deep: where `name`'s candidates' dense similarities are looked up."""
+    mine = configs[name]
+    same = lambda c: (c.get("expand_acronyms"), c.get("glossary")) == (mine.get("expand_acronyms"), mine.get("glossary"))  # noqa: E731
+    twins = [n for n, c in configs.items() if c.get("strategy") == "dense" and same(c)
+             and int(c.get("candidate_k") or 0) >= int(mine.get("candidate_k") or 0)]
+    return (name if name in twins else None) or (twins[0] if twins else None)
+
+
+def ranked_questions(name: str, configs: Mapping[str, Mapping[str, Any]], hits: Sequence[RetrievalRow],
+                     goldens: Mapping[str, Golden]) -> list[whatif.RankedQuestion]:
+    """`name`'s stored rankings as counterfactual questions. A dense ranking's scores are its dense
+    similarities; another strategy's candidates take theirs from the run's dense ranking of the
+    same question (`_dense_twin`), unknown (None) where that ranking does not hold them, bounded by
+    its lowest similarity. A similarity within SCORE_MARGIN of a cut-off leaves that cut-off
+    undecided rather than guessed."""
+    by: dict[tuple[str, str], list[RetrievalRow]] = {}
+    for h in hits:
+        by.setdefault((h.strategy, h.query_id), []).append(h)
+    twin = _dense_twin(name, configs)
+    out = []
+    for (strategy, qid), rows in by.items():
+        if strategy != name:
+            continue
+        if qid not in goldens:
+            raise InputError(f"the run ranked question {qid!r}, which these goldens do not have: whatif needs the run's goldens")
+        rows = sorted(rows, key=lambda r: r.rank)
+        dense = sorted(by.get((twin, qid), []), key=lambda r: r.rank) if twin else []
+        sims = {r.chunk_id: float(r.score) for r in dense}
+        g = goldens[qid]
+        out.append(whatif.RankedQuestion(
+            case_id=qid, split=g.split, expect_refusal=g.expect_refusal, grades=dict(g.grades),
+            doc_ids=tuple(r.doc_id for r in rows), similarities=tuple(sims.get(r.chunk_id) for r in rows),
+            floor=min(sims.values()) if sims else None, margin=SCORE_MARGIN))
+    return sorted(out, key=lambda q: q.case_id)
+
+
+def run_retrieval_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float] | None,
+                         ks: Sequence[int] | None, strategies: Sequence[str] | None = None) -> RetrievalWhatif:
+    """Other cut-offs, context sizes and strategies over a retrieval run's stored rankings: no search."""
+    info = run_info(app, run_id)
+    configs: dict[str, dict[str, Any]] = info.params.get("configs") or {}
+    hits = retrieval_hits(app.store(auto_create=False).engine, run_id)
+    if not configs or not hits:
+        raise InputError(f"run {run_id} stored no rankings: whatif reads a retrieval run's rankings")
+    goldens = {g.id: g for g in load_corpus_context(app, _corpus_for(app, opts, info.params), with_corpus=False).goldens}
+    return retrieval_whatif_from(run_id, configs, hits, goldens, thresholds, ks, strategies)
+
+
+def retrieval_whatif_from(run_id: int, configs: Mapping[str, dict[str, Any]], hits: Sequence[RetrievalRow],
+                          goldens: Mapping[str, Golden], thresholds: Sequence[float] | None, ks: Sequence[int] | None,
+                          strategies: Sequence[str] | None = None) -> RetrievalWhatif:
+    kinds = {name: str(c.get("strategy")) for name, c in configs.items()}
+    unavailable = [f"strategy {s}: this run did not rank it (run `ragqual retrieval --strategy {s}`)"
+                   for s in strategies or () if s not in kinds.values()]
+    names = [n for n in configs if not strategies or kinds[n] in strategies]
+    if not names:
+        raise InputError(f"run {run_id}: no strategy asked for can be recomputed: {'; '.join(unavailable)}")
+    own = {n: whatif.Setting(configs[n].get("threshold"), int(configs[n].get("context_k") or 5)) for n in names}
+    questions = {n: ranked_questions(n, configs, hits, goldens) for n in names}
+    split = SELECT_SPLIT if any(q.split == SELECT_SPLIT for qs in questions.values() for q in qs) else None
+    rows: list[whatif.RankedRow] = []
+    report_rows: list[whatif.RankedRow] | None = [] if split else None
+    for n in names:
+        settings = _settings(thresholds, ks, own[n])
+        got, undecided = whatif.ranked_rows(n, questions[n], settings, own[n], split)
+        rows += got
+        if report_rows is not None:
+            report_rows += whatif.ranked_rows(n, questions[n], settings, own[n], REPORT_SPLIT)[0]
+        unavailable += [f"{n} at {s.label()}: a candidate's dense similarity is not stored, or lies within "
+                        f"{SCORE_MARGIN:g} of the cut-off (run the dense strategy beside it to record them)"
+                        for s in undecided]
+    count = max((len(qs) for qs in questions.values()), default=0)
+    chosen_on = SELECT_SPLIT if split else "all questions"
+    return RetrievalWhatif(run_id, own, {n: kinds[n] for n in names}, count, chosen_on, rows, report_rows,
+                           whatif.ranked_advice(rows, own, chosen_on, report_rows), unavailable)
