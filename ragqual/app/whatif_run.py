@@ -12,7 +12,7 @@ from ragqual.app.corpus import CorpusContext, CorpusOptions, load_corpus_context
 from ragqual.app.history_reads import run_info
 from ragqual.core import textmatch, whatif
 from ragqual.core.diagnosis import CauseCount
-from ragqual.core.goldens import Golden
+from ragqual.core.goldens import Golden, goldens_hash
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
 from ragqual.store.failure_reads import FailureTrial, run_failure_trials
@@ -278,7 +278,13 @@ def run_retrieval_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thre
     hits = retrieval_hits(app.store(auto_create=False).engine, run_id)
     if not configs or not hits:
         raise InputError(f"run {run_id} stored no rankings: whatif reads a retrieval run's rankings")
-    goldens = {g.id: g for g in load_corpus_context(app, _corpus_for(app, opts, info.params), with_corpus=False).goldens}
+    ranked = {h.query_id for h in hits}
+    chosen = [g for g in load_corpus_context(app, _corpus_for(app, opts, info.params), with_corpus=False).goldens
+              if g.id in ranked]
+    if info.dataset_hash and goldens_hash(chosen) != info.dataset_hash:
+        raise InputError(f"run {run_id} was made on other goldens (dataset hash {info.dataset_hash[:12]}; these give "
+                         f"{goldens_hash(chosen)[:12]}): whatif needs the run's own goldens")
+    goldens = {g.id: g for g in chosen}
     return retrieval_whatif_from(run_id, configs, hits, goldens, thresholds, ks, strategies)
 
 
