@@ -15,12 +15,16 @@ from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, goldens_hash
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
+from ragqual.pipeline.retrieval import STRATEGIES
 from ragqual.store.failure_reads import FailureTrial, run_failure_trials
 from ragqual.store.records import RetrievalRow
 from ragqual.store.retrieval_reads import retrieval_hits
 
 SELECT_SPLIT, REPORT_SPLIT = "validation", "test"
 ADVICE_THRESHOLDS = whatif.parse_range("0.3:0.8:0.05")  # what the decomposition measures before it advises
+ADVICE_CAUSES = {"answered-out-of-corpus", "missed-document", "near-miss"}
+"""The causes a measured setting can answer: a cut-off (out-of-corpus answers) or another strategy's
+candidates (a relevant document missed or outranked); each advised only when it measurably helps."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def _corpus_for(app: AppContext, opts: CorpusOptions, params: dict[str, Any]) ->
     return replace(opts, **given)
 
 
-def _settings(thresholds: Sequence[float] | None, ks: Sequence[int] | None, own: whatif.Setting,
+def _settings(thresholds: Sequence[float | None] | None, ks: Sequence[int] | None, own: whatif.Setting,
               strategies: Sequence[str] | None = None, own_strategy: str | None = None) -> list[whatif.Setting]:
     """Every combination asked for; a strategy equal to the run's own is the run's own (None)."""
     cuts: list[float | None] = list(thresholds) if thresholds else [own.threshold]
@@ -104,7 +108,7 @@ def load(app: AppContext, run_id: int, opts: CorpusOptions) -> tuple[dict[str, A
     return info.params, corpus, trials
 
 
-def run_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float] | None,
+def run_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float | None] | None,
                ks: Sequence[int] | None, strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
     params, corpus, trials = load(app, run_id, opts)
     return whatif_from(params, corpus, trials, thresholds, ks, strategies)
@@ -127,7 +131,7 @@ def _recomputable(questions: Sequence[whatif.Question], settings: Sequence[whati
 
 
 def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
-                thresholds: Sequence[float] | None, ks: Sequence[int] | None,
+                thresholds: Sequence[float | None] | None, ks: Sequence[int] | None,
                 strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
     retrieval = params.get("retrieval") or {}
     own = whatif.Setting(retrieval.get("threshold"), int(retrieval.get("context_k") or 5))
@@ -177,20 +181,25 @@ def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusCo
     context: the similarity cut-off that measurably helps on this run, or why none does (with the
     overlap of similarities). Nothing for a run that stored no candidates. `opts` may be the
     corpus already open (`ragqual eval`)."""
-    wanted = {v for v, c in (causes or {}).items() if "answered-out-of-corpus" in c.by_cause}
+    wanted = {v for v, c in (causes or {}).items() if ADVICE_CAUSES & set(c.by_cause)}
     if not wanted:
         return {}
+    cuts: list[float | None] = [None, *ADVICE_THRESHOLDS]
     try:
         if isinstance(opts, CorpusContext):
             params = run_info(app, run_id).params
             trials = [t for t in run_failure_trials(app.store().engine, run_id) if t.mode == "e2e"]
-            results = whatif_from(params, opts, trials, ADVICE_THRESHOLDS, None)
+            results = whatif_from(params, opts, trials, cuts, None, STRATEGIES)
         else:
-            results = run_whatif(app, run_id, opts, ADVICE_THRESHOLDS, None)
+            results = run_whatif(app, run_id, opts, cuts, None, STRATEGIES)
     except InputError:
         return {}
-    return {v.variant: "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on))
-            for v in results if v.variant in wanted}
+    out = {}
+    for v in results:
+        if v.variant in wanted:
+            tried = "cut-off or context size" if v.unavailable else "cut-off, context size or strategy"
+            out[v.variant] = "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on, tried))
+    return out
 
 
 @dataclass(frozen=True)

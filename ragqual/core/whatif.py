@@ -222,9 +222,9 @@ def advice(rows: Sequence[Row], own: Setting, objective_name: str, chosen_on: st
     return "; ".join(parts) + " (measured by `ragqual whatif` from the stored candidates)."
 
 
-def no_cut_off(o: Overlap, objective_name: str, chosen_on: str) -> str:
+def no_cut_off(o: Overlap, objective_name: str, chosen_on: str, tried: str = "cut-off or context size") -> str:
     """Why no setting is named: the similarities overlap."""
-    text = f"no cut-off or context size tried raises {objective_name} on {chosen_on}"
+    text = f"no {tried} tried raises {objective_name} on {chosen_on}"
     if o.refusal_top and o.relevant_top and o.refusals_above is not None:
         text += (f": out-of-corpus questions' top similarity spans {o.refusal_top[0]:.3f}-{o.refusal_top[2]:.3f} "
                  f"(median {o.refusal_top[1]:.3f}), answerable questions' best relevant chunk "

@@ -4,6 +4,7 @@ document that crowds the context): a retrieval run's own settings give back its 
 and a strategy counterfactual on an e2e run gives what a real run with that strategy stores."""
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -169,3 +170,30 @@ def test_without_strategy_lists_the_threshold_counterfactual_still_works(project
         app.close()
     (mock,) = whatif_from(params, corpus, trials, [0.3, 0.5], [3], ["hybrid"])
     assert mock.unavailable == [] and len(mock.rows) == 3
+
+
+@pytest.mark.parametrize("strategy", ["bm25", "dense"])
+def test_the_decomposition_names_a_strategy_only_with_numbers_that_show_it_helps(project, strategy):
+    result = invoke("generation", "--model", "mock", "--all-modes", "--repeats", "1", "--strategy", strategy, *CHUNKING)
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if "measured on this run:" in line]
+    assert said, result.output  # the run has causes a measured setting could answer
+    db = _db(project)
+    (run_id,) = db.execute("SELECT MAX(id) FROM runs").fetchone()
+    db.close()
+    whatif = invoke("--json", "whatif", str(run_id), *CHUNKING, "--strategy", "dense,bm25,hybrid",
+                    "--threshold", "0.3:0.8:0.05")
+    assert whatif.exit_code == 0, whatif.output
+    (mock,) = json.loads(whatif.stdout)
+    own = next(r for r in mock["rows"] if r["setting"] == mock["own"])
+    named = re.search(r"threshold (\S+), context-k (\d+)(?:, strategy (\w+))? would raise mock pass from (\S+) to (\S+) "
+                      r"on validation", said[0])
+    if named:
+        threshold = None if named.group(1).rstrip(",") == "-" else float(named.group(1).rstrip(","))
+        row = next(r for r in mock["rows"] if r["setting"] == {
+            "threshold": threshold, "context_k": int(named.group(2)), "strategy": named.group(3)})
+        assert row["reader"] > own["reader"] and float(named.group(5)) == pytest.approx(row["reader"], abs=5e-4)
+        assert float(named.group(4)) == pytest.approx(own["reader"], abs=5e-4)
+    else:
+        assert "no cut-off, context size or strategy tried raises mock pass" in said[0]
+        assert all(r["reader"] <= own["reader"] for r in mock["rows"])

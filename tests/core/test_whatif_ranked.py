@@ -102,3 +102,16 @@ def test_a_similarity_within_the_margin_of_the_cut_off_decides_nothing():
     bounded = RankedQuestion("b", None, False, {"boil": 1}, ("boil", "poem"), (0.7, None), 0.4999995, 2e-6)
     assert whatif.known_context(bounded, 0.5, 2) is None  # the floor is too close to say the unknown one is below
     assert whatif.known_context(bounded, 0.6, 2) == [0]
+
+
+def test_the_advice_names_a_strategy_only_when_it_raises_the_objective():
+    own = Setting(None, 1)
+    helps = Question("a", None, False, ("boil",), (r"one minute",), (), ("poem#0", "still#0"), (0.6, 0.5),
+                     by_strategy={"bm25": (("boil#0", "poem#0"), (0.45, 0.6)), "dense": (("poem#0",), (0.6,))})
+    settings = [own, Setting(None, 1, "bm25"), Setting(None, 1, "dense")]
+    rows = whatif.rows_for([helps], whatif.evaluate([helps], settings, own, TEXTS, matches))
+    text = whatif.advice(rows, own, "reader ceiling", "all questions")
+    assert text is not None and text.startswith(
+        "threshold -, context-k 1, strategy bm25 would raise reader ceiling from 0.000 to 1.000 on all questions")
+    # dense gives the same as the run's own strategy: nothing is named
+    assert whatif.advice([r for r in rows if r.setting.strategy != "bm25"], own, "reader ceiling", "all questions") is None
