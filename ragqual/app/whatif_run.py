@@ -66,10 +66,15 @@ def mock_reader(goldens: dict[str, Golden], options: dict[str, Any]) -> whatif.R
     context alone, scored by the same assertions a run evaluates."""
     from ragqual.subjects.rag import answer_scores
 
+    seen: dict[tuple[str, tuple[str, ...]], float | None] = {}  # many settings hand a question the same context
+
     def read(q: whatif.Question, passages: Sequence[str]) -> float | None:
-        golden = goldens[q.case_id]
-        answer = prompt.mock_reply(prompt.answer_request(golden, passages, options))
-        return answer_scores(golden, answer, "\n\n".join(passages)).get("correctness")
+        key = (q.case_id, tuple(passages))
+        if key not in seen:
+            golden = goldens[q.case_id]
+            answer = prompt.mock_reply(prompt.answer_request(golden, passages, options))
+            seen[key] = answer_scores(golden, answer, "\n\n".join(passages)).get("correctness")
+        return seen[key]
 
     return read
 
