@@ -48,7 +48,8 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
     if not isinstance(cands, dict):
         return None
     g = trial.case_input
-    others = cands.get("byStrategy") if isinstance(cands.get("byStrategy"), dict) else {}
+    stored = cands.get("byStrategy")
+    others: dict[str, Any] = stored if isinstance(stored, dict) else {}
     by_strategy = {str(name): (tuple(str(i) for i in c.get("ids") or ()), tuple(float(x) for x in c.get("similarities") or ()))
                    for name, c in others.items() if isinstance(c, dict)}
     return whatif.Question(

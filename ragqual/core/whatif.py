@@ -365,6 +365,10 @@ def ranked_rows(strategy: str, questions: Sequence[RankedQuestion], settings: Se
     return rows, undecided
 
 
+def _same_row(rows: Sequence[RankedRow] | None, like: RankedRow) -> RankedRow | None:
+    return next((r for r in rows or () if r.strategy == like.strategy and r.setting == like.setting), None)
+
+
 def ranked_advice(rows: Sequence[RankedRow], own: Mapping[str, Setting], chosen_on: str,
                   held_out: Sequence[RankedRow] | None = None) -> str | None:
     """One sentence naming a strategy and setting, only when its contextRecall is above every
@@ -380,8 +384,7 @@ def ranked_advice(rows: Sequence[RankedRow], own: Mapping[str, Setting], chosen_
         return None
     text = (f"{top.strategy} at {top.setting.label()} would raise contextRecall from {before:.3f} "
             f"({base.strategy} as run) to {after:.3f} on {chosen_on}")
-    find = lambda rs, r: next((x for x in rs or () if x.strategy == r.strategy and x.setting == r.setting), None)  # noqa: E731
-    t_base, t_top = find(held_out, base), find(held_out, top)
+    t_base, t_top = _same_row(held_out, base), _same_row(held_out, top)
     if t_base and t_top and t_base.objective() is not None and t_top.objective() is not None:
         text += f" ({t_base.objective():.3f} -> {t_top.objective():.3f} on test)"
     if top.refusals_empty is not None and base.refusals_empty is not None:

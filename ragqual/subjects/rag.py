@@ -149,11 +149,11 @@ class RagSubject(Subject):
             return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
 
-    def _other_strategies(self, retriever: Retriever, query: str) -> dict[str, dict[str, list[Any]]]:
+    def _other_strategies(self, retriever: Retriever, query: str) -> dict[str, dict[str, Any]]:
         """Every other strategy's candidate list for the same query (BM25 and the fusion run in
         process, the dense search is shared): what `ragqual whatif --strategy` reads, so a strategy
         counterfactual needs no new search."""
-        out = {}
+        out: dict[str, dict[str, Any]] = {}
         for strategy in STRATEGIES:
             if strategy != self.retrieval_config.strategy:
                 ranking = retriever.retrieve(query, self.retrieval_config.with_(strategy=strategy)).ranking
