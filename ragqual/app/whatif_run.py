@@ -132,8 +132,9 @@ def _recomputable(questions: Sequence[whatif.Question], settings: Sequence[whati
         if s.strategy is None or all(s.strategy in q.by_strategy for q in questions):
             kept.append(s)
         else:
-            missing.append(f"strategy {s.strategy}: {NO_STRATEGY_LISTS}")
-    return kept, list(dict.fromkeys(missing))
+            missing.append(s.strategy)
+    names = list(dict.fromkeys(missing))
+    return kept, [f"strateg{'ies' if len(names) > 1 else 'y'} {', '.join(names)}: {NO_STRATEGY_LISTS}"] if names else []
 
 
 def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
@@ -150,7 +151,7 @@ def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[
         reader = mock_reader(goldens, params.get("options") or {}) if variant == "mock" else None
         settings, unavailable = _recomputable(questions, _settings(thresholds, ks, own, strategies, own_strategy))
         if settings == [own] and unavailable:
-            raise InputError(f"no setting asked for can be recomputed from the stored candidates: {unavailable[0]}")
+            raise InputError(f"no setting asked for can be recomputed from the stored candidates: {'; '.join(unavailable)}")
         missing = sorted({i for q in questions for s in settings for i in q.candidates(s.strategy)[0] if i not in texts})
         if missing:
             raise InputError(f"the stored candidates name {len(missing)} chunk(s) this corpus does not have "

@@ -153,7 +153,7 @@ def old_run(project):
 def test_an_old_run_says_which_settings_cannot_be_recomputed(project, old_run, capsys):
     code, out, err = ragqual(DB, ["whatif", str(old_run), *CHUNKING, "--strategy", "dense,bm25"], capsys)
     assert code == 2 and out == "", err
-    assert "no setting asked for can be recomputed from the stored candidates: strategy dense" in err
+    assert "no setting asked for can be recomputed from the stored candidates: strategies dense, bm25: its e2e trials" in err
     mixed = invoke("whatif", str(old_run), *CHUNKING, "--strategy", "dense,hybrid", "--context-k", "3,5")
     assert mixed.exit_code == 0, mixed.output
     assert "cannot be recomputed: strategy dense: its e2e trials stored only the run's own" in mixed.output
