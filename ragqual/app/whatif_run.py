@@ -4,7 +4,7 @@ stored candidates (no search, no model call), and the measured advice the decomp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ragqual.app.context import AppContext
@@ -12,13 +12,19 @@ from ragqual.app.corpus import CorpusContext, CorpusOptions, load_corpus_context
 from ragqual.app.history_reads import run_info
 from ragqual.core import textmatch, whatif
 from ragqual.core.diagnosis import CauseCount
-from ragqual.core.goldens import Golden
+from ragqual.core.goldens import Golden, goldens_hash
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
+from ragqual.pipeline.retrieval import STRATEGIES
 from ragqual.store.failure_reads import FailureTrial, run_failure_trials
+from ragqual.store.records import RetrievalRow
+from ragqual.store.retrieval_reads import retrieval_hits
 
 SELECT_SPLIT, REPORT_SPLIT = "validation", "test"
 ADVICE_THRESHOLDS = whatif.parse_range("0.3:0.8:0.05")  # what the decomposition measures before it advises
+ADVICE_CAUSES = {"answered-out-of-corpus", "missed-document", "near-miss"}
+"""The causes a measured setting can answer: a cut-off (out-of-corpus answers) or another strategy's
+candidates (a relevant document missed or outranked); each advised only when it measurably helps."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,8 @@ class VariantWhatif:
     report_rows: list[whatif.Row] | None  # on `test`, when the goldens have splits
     advice: str | None
     overlap: whatif.Overlap
+    unavailable: list[str] = field(default_factory=list)  # settings the stored candidates cannot recompute, and why
+    own_strategy: str | None = None  # the strategy the run retrieved with
 
 
 def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | None:
@@ -40,12 +48,17 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
     if not isinstance(cands, dict):
         return None
     g = trial.case_input
+    stored = cands.get("byStrategy")
+    others: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    by_strategy = {str(name): (tuple(str(i) for i in c.get("ids") or ()), tuple(float(x) for x in c.get("similarities") or ()))
+                   for name, c in others.items() if isinstance(c, dict)}
     return whatif.Question(
         case_id=trial.case_id, split=split, expect_refusal=bool(g.get("expectRefusal")),
         relevant_docs=tuple(g.get("relevantDocIds") or ()), must_include=tuple(g.get("mustInclude") or ()),
         must_not_include=tuple(g.get("mustNotInclude") or ()),
         candidate_ids=tuple(str(i) for i in cands.get("ids") or ()),
         similarities=tuple(float(s) for s in cands.get("similarities") or ()),
+        by_strategy=by_strategy,
     )
 
 
@@ -54,10 +67,15 @@ def mock_reader(goldens: dict[str, Golden], options: dict[str, Any]) -> whatif.R
     context alone, scored by the same assertions a run evaluates."""
     from ragqual.subjects.rag import answer_scores
 
+    seen: dict[tuple[str, tuple[str, ...]], float | None] = {}  # many settings hand a question the same context
+
     def read(q: whatif.Question, passages: Sequence[str]) -> float | None:
-        golden = goldens[q.case_id]
-        answer = prompt.mock_reply(prompt.answer_request(golden, passages, options))
-        return answer_scores(golden, answer, "\n\n".join(passages)).get("correctness")
+        key = (q.case_id, tuple(passages))
+        if key not in seen:
+            golden = goldens[q.case_id]
+            answer = prompt.mock_reply(prompt.answer_request(golden, passages, options))
+            seen[key] = answer_scores(golden, answer, "\n\n".join(passages)).get("correctness")
+        return seen[key]
 
     return read
 
@@ -72,10 +90,13 @@ def _corpus_for(app: AppContext, opts: CorpusOptions, params: dict[str, Any]) ->
     return replace(opts, **given)
 
 
-def _settings(thresholds: Sequence[float] | None, ks: Sequence[int] | None, own: whatif.Setting) -> list[whatif.Setting]:
+def _settings(thresholds: Sequence[float | None] | None, ks: Sequence[int] | None, own: whatif.Setting,
+              strategies: Sequence[str] | None = None, own_strategy: str | None = None) -> list[whatif.Setting]:
+    """Every combination asked for; a strategy equal to the run's own is the run's own (None)."""
     cuts: list[float | None] = list(thresholds) if thresholds else [own.threshold]
     sizes = list(ks) if ks else [own.context_k]
-    out = [whatif.Setting(t, k) for t in cuts for k in sizes]
+    kinds: list[str | None] = [None if s == own_strategy else s for s in strategies] if strategies else [None]
+    out = list(dict.fromkeys(whatif.Setting(t, k, s) for s in kinds for t in cuts for k in sizes))
     return out if own in out else [own, *out]
 
 
@@ -93,34 +114,57 @@ def load(app: AppContext, run_id: int, opts: CorpusOptions) -> tuple[dict[str, A
     return info.params, corpus, trials
 
 
-def run_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float] | None,
-               ks: Sequence[int] | None) -> list[VariantWhatif]:
+def run_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float | None] | None,
+               ks: Sequence[int] | None, strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
     params, corpus, trials = load(app, run_id, opts)
-    return whatif_from(params, corpus, trials, thresholds, ks)
+    return whatif_from(params, corpus, trials, thresholds, ks, strategies)
+
+
+NO_STRATEGY_LISTS = ("its e2e trials stored only the run's own strategy's candidates (a run made before strategy "
+                     "counterfactuals existed): run the generation tier again to compare strategies")
+
+
+def _recomputable(questions: Sequence[whatif.Question], settings: Sequence[whatif.Setting]
+                  ) -> tuple[list[whatif.Setting], list[str]]:
+    """(the settings every question's stored candidates can recompute, why the others cannot)."""
+    kept, missing = [], []
+    for s in settings:
+        if s.strategy is None or all(s.strategy in q.by_strategy for q in questions):
+            kept.append(s)
+        else:
+            missing.append(s.strategy)
+    names = list(dict.fromkeys(missing))
+    return kept, [f"strateg{'ies' if len(names) > 1 else 'y'} {', '.join(names)}: {NO_STRATEGY_LISTS}"] if names else []
 
 
 def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
-                thresholds: Sequence[float] | None, ks: Sequence[int] | None) -> list[VariantWhatif]:
+                thresholds: Sequence[float | None] | None, ks: Sequence[int] | None,
+                strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
     retrieval = params.get("retrieval") or {}
     own = whatif.Setting(retrieval.get("threshold"), int(retrieval.get("context_k") or 5))
+    own_strategy = retrieval.get("strategy")
     goldens = {g.id: g for g in corpus.goldens}
     texts = {c.chunk_id: c.text for c in corpus.chunks}
     out = []
     for variant in dict.fromkeys(t.variant for t in trials):
         questions = _questions(trials, variant, goldens)
-        missing = sorted({i for q in questions for i in q.candidate_ids if i not in texts})
+        reader = mock_reader(goldens, params.get("options") or {}) if variant == "mock" else None
+        settings, unavailable = _recomputable(questions, _settings(thresholds, ks, own, strategies, own_strategy))
+        if settings == [own] and unavailable:
+            raise InputError(f"no setting asked for can be recomputed from the stored candidates: {'; '.join(unavailable)}")
+        missing = sorted({i for q in questions for s in settings for i in q.candidates(s.strategy)[0] if i not in texts})
         if missing:
             raise InputError(f"the stored candidates name {len(missing)} chunk(s) this corpus does not have "
                              f"(first: {missing[0]})")
-        reader = mock_reader(goldens, params.get("options") or {}) if variant == "mock" else None
-        outcomes = whatif.evaluate(questions, _settings(thresholds, ks, own), own, texts, textmatch.found, reader)
+        outcomes = whatif.evaluate(questions, settings, own, texts, textmatch.found, reader)
         split = SELECT_SPLIT if any(q.split == SELECT_SPLIT for q in questions) else None
         rows = whatif.rows_for(questions, outcomes, split)
         report_rows = whatif.rows_for(questions, outcomes, REPORT_SPLIT) if split else None
         objective = "mock pass" if reader else "reader ceiling"
         chosen_on = SELECT_SPLIT if split else "all questions"
         out.append(VariantWhatif(variant, objective, own, len(questions), chosen_on, rows, report_rows,
-                                 whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions)))
+                                 whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions),
+                                 unavailable, own_strategy))
     return out
 
 
@@ -144,20 +188,25 @@ def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusCo
     context: the similarity cut-off that measurably helps on this run, or why none does (with the
     overlap of similarities). Nothing for a run that stored no candidates. `opts` may be the
     corpus already open (`ragqual eval`)."""
-    wanted = {v for v, c in (causes or {}).items() if "answered-out-of-corpus" in c.by_cause}
+    wanted = {v for v, c in (causes or {}).items() if ADVICE_CAUSES & set(c.by_cause)}
     if not wanted:
         return {}
+    cuts: list[float | None] = [None, *ADVICE_THRESHOLDS]
     try:
         if isinstance(opts, CorpusContext):
             params = run_info(app, run_id).params
             trials = [t for t in run_failure_trials(app.store().engine, run_id) if t.mode == "e2e"]
-            results = whatif_from(params, opts, trials, ADVICE_THRESHOLDS, None)
+            results = whatif_from(params, opts, trials, cuts, None, STRATEGIES)
         else:
-            results = run_whatif(app, run_id, opts, ADVICE_THRESHOLDS, None)
+            results = run_whatif(app, run_id, opts, cuts, None, STRATEGIES)
     except InputError:
         return {}
-    return {v.variant: "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on))
-            for v in results if v.variant in wanted}
+    out = {}
+    for v in results:
+        if v.variant in wanted:
+            tried = "cut-off or context size" if v.unavailable else "cut-off, context size or strategy"
+            out[v.variant] = "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on, tried))
+    return out
 
 
 @dataclass(frozen=True)
@@ -175,3 +224,110 @@ def page_whatif(app: AppContext, run_id: int, opts: CorpusOptions | None = None)
         return PageWhatif(run_whatif(app, run_id, opts or CorpusOptions(), ADVICE_THRESHOLDS, None), None)
     except InputError as e:
         return PageWhatif([], str(e))
+
+
+# -- retrieval runs ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RetrievalWhatif:
+    """`whatif` on a retrieval run: each stored strategy's rankings recomputed per setting."""
+
+    run_id: int
+    own: dict[str, whatif.Setting]  # per strategy (the run's configuration name): its own setting
+    kinds: dict[str, str]  # configuration name -> retrieval strategy (dense, bm25, hybrid)
+    questions: int
+    chosen_on: str
+    rows: list[whatif.RankedRow]  # on the selection split (all questions without splits)
+    report_rows: list[whatif.RankedRow] | None
+    advice: str | None
+    unavailable: list[str]  # strategies and settings the stored rankings cannot recompute, and why
+
+
+SCORE_MARGIN = 2e-6
+"""How far a dense ranking's stored score (the index's cosine, rounded to 6 places) may be from the
+similarity the pipeline cut on (numpy's, rounded alike): measured up to 1e-6 on the bundled corpus."""
+
+
+def _dense_twin(name: str, configs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The run's dense configuration searching the same query text as `name` (same expansion and
+    glossary) at least as deep: where `name`'s candidates' dense similarities are looked up."""
+    mine = configs[name]
+    same = lambda c: (c.get("expand_acronyms"), c.get("glossary")) == (mine.get("expand_acronyms"), mine.get("glossary"))  # noqa: E731
+    twins = [n for n, c in configs.items() if c.get("strategy") == "dense" and same(c)
+             and int(c.get("candidate_k") or 0) >= int(mine.get("candidate_k") or 0)]
+    return (name if name in twins else None) or (twins[0] if twins else None)
+
+
+def ranked_questions(name: str, configs: Mapping[str, Mapping[str, Any]], hits: Sequence[RetrievalRow],
+                     goldens: Mapping[str, Golden]) -> list[whatif.RankedQuestion]:
+    """`name`'s stored rankings as counterfactual questions. A dense ranking's scores are its dense
+    similarities; another strategy's candidates take theirs from the run's dense ranking of the
+    same question (`_dense_twin`), unknown (None) where that ranking does not hold them, bounded by
+    its lowest similarity. A similarity within SCORE_MARGIN of a cut-off leaves that cut-off
+    undecided rather than guessed."""
+    by: dict[tuple[str, str], list[RetrievalRow]] = {}
+    for h in hits:
+        by.setdefault((h.strategy, h.query_id), []).append(h)
+    twin = _dense_twin(name, configs)
+    out = []
+    for (strategy, qid), rows in by.items():
+        if strategy != name:
+            continue
+        if qid not in goldens:
+            raise InputError(f"the run ranked question {qid!r}, which these goldens do not have: whatif needs the run's goldens")
+        rows = sorted(rows, key=lambda r: r.rank)
+        dense = sorted(by.get((twin, qid), []), key=lambda r: r.rank) if twin else []
+        sims = {r.chunk_id: float(r.score) for r in dense}
+        g = goldens[qid]
+        out.append(whatif.RankedQuestion(
+            case_id=qid, split=g.split, expect_refusal=g.expect_refusal, grades=dict(g.grades),
+            doc_ids=tuple(r.doc_id for r in rows), similarities=tuple(sims.get(r.chunk_id) for r in rows),
+            floor=min(sims.values()) if sims else None, margin=SCORE_MARGIN))
+    return sorted(out, key=lambda q: q.case_id)
+
+
+def run_retrieval_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float] | None,
+                         ks: Sequence[int] | None, strategies: Sequence[str] | None = None) -> RetrievalWhatif:
+    """Other cut-offs, context sizes and strategies over a retrieval run's stored rankings: no search."""
+    info = run_info(app, run_id)
+    configs: dict[str, dict[str, Any]] = info.params.get("configs") or {}
+    hits = retrieval_hits(app.store(auto_create=False).engine, run_id)
+    if not configs or not hits:
+        raise InputError(f"run {run_id} stored no rankings: whatif reads a retrieval run's rankings")
+    ranked = {h.query_id for h in hits}
+    chosen = [g for g in load_corpus_context(app, _corpus_for(app, opts, info.params), with_corpus=False).goldens
+              if g.id in ranked]
+    if info.dataset_hash and goldens_hash(chosen) != info.dataset_hash:
+        raise InputError(f"run {run_id} was made on other goldens (dataset hash {info.dataset_hash[:12]}; these give "
+                         f"{goldens_hash(chosen)[:12]}): whatif needs the run's own goldens")
+    goldens = {g.id: g for g in chosen}
+    return retrieval_whatif_from(run_id, configs, hits, goldens, thresholds, ks, strategies)
+
+
+def retrieval_whatif_from(run_id: int, configs: Mapping[str, dict[str, Any]], hits: Sequence[RetrievalRow],
+                          goldens: Mapping[str, Golden], thresholds: Sequence[float] | None, ks: Sequence[int] | None,
+                          strategies: Sequence[str] | None = None) -> RetrievalWhatif:
+    kinds = {name: str(c.get("strategy")) for name, c in configs.items()}
+    unavailable = [f"strategy {s}: this run did not rank it (run `ragqual retrieval --strategy {s}`)"
+                   for s in strategies or () if s not in kinds.values()]
+    names = [n for n in configs if not strategies or kinds[n] in strategies]
+    if not names:
+        raise InputError(f"run {run_id}: no strategy asked for can be recomputed: {'; '.join(unavailable)}")
+    own = {n: whatif.Setting(configs[n].get("threshold"), int(configs[n].get("context_k") or 5)) for n in names}
+    questions = {n: ranked_questions(n, configs, hits, goldens) for n in names}
+    split = SELECT_SPLIT if any(q.split == SELECT_SPLIT for qs in questions.values() for q in qs) else None
+    rows: list[whatif.RankedRow] = []
+    report_rows: list[whatif.RankedRow] | None = [] if split else None
+    for n in names:
+        settings = _settings(thresholds, ks, own[n])
+        got, undecided = whatif.ranked_rows(n, questions[n], settings, own[n], split)
+        rows += got
+        if report_rows is not None:
+            report_rows += whatif.ranked_rows(n, questions[n], settings, own[n], REPORT_SPLIT)[0]
+        unavailable += [f"{n} at {s.label()}: a candidate's dense similarity is not stored, or lies within "
+                        f"{SCORE_MARGIN:g} of the cut-off (run the dense strategy beside it to record them)"
+                        for s in undecided]
+    count = max((len(qs) for qs in questions.values()), default=0)
+    chosen_on = SELECT_SPLIT if split else "all questions"
+    return RetrievalWhatif(run_id, own, {n: kinds[n] for n in names}, count, chosen_on, rows, report_rows,
+                           whatif.ranked_advice(rows, own, chosen_on, report_rows), unavailable)

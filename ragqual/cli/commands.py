@@ -49,7 +49,7 @@ SUMMARIES: dict[str, str] = {
     "sql": "Run one read-only SQL statement on the history database and print its rows.",
     "export": "Write RUN_ID's trials and metric values as parquet or csv files.",
     "verify": "Recompute every seal of the history (or of RUN_IDs) and name each row that changed.",
-    "whatif": "Recompute RUN_ID's e2e contexts at other thresholds and context sizes from its stored candidates.",
+    "whatif": "Recompute RUN_ID's contexts at other thresholds, context sizes and strategies from what it stored.",
     "label": "Label RUN_ID's trials by hand: faithfulness, completeness and relevance, yes / no / unsure.",
     "labels": "Import and export human labels (CSV or JSONL) of a run's trials.",
 }

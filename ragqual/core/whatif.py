@@ -9,9 +9,10 @@ a context into a verdict (the echo mock) is passed in by the caller.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import fmean, median
 
+from ragqual.core import metrics
 from ragqual.core.diagnosis import Evidence, Matcher, doc_of, document_recall, fact_coverage, reader_ceiling
 from ragqual.errors import InputError
 
@@ -26,12 +27,17 @@ def context_indices(similarities: Sequence[float], threshold: float | None, cont
 
 @dataclass(frozen=True)
 class Setting:
+    """A similarity cut-off and context size, and the retrieval strategy whose candidates they cut
+    (None: the run's own)."""
+
     threshold: float | None
     context_k: int
+    strategy: str | None = None
 
     def label(self) -> str:
         cut = "-" if self.threshold is None else f"{self.threshold:.2f}"
-        return f"threshold {cut}, context-k {self.context_k}"
+        text = f"threshold {cut}, context-k {self.context_k}"
+        return text if self.strategy is None else f"{text}, strategy {self.strategy}"
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,17 @@ class Question:
     must_not_include: tuple[str, ...]
     candidate_ids: tuple[str, ...]
     similarities: tuple[float, ...]
+    by_strategy: Mapping[str, tuple[tuple[str, ...], tuple[float, ...]]] = field(default_factory=dict)
+    """Every other strategy's candidate list (ids, dense similarities) for the same query, when the
+    trial stored them: what a strategy counterfactual reads."""
+
+    def candidates(self, strategy: str | None) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """(ids, similarities) of `strategy`'s candidates (None: the run's own)."""
+        if strategy is None:
+            return self.candidate_ids, self.similarities
+        if strategy not in self.by_strategy:
+            raise InputError(f"question {self.case_id}: no stored candidates of strategy {strategy!r}")
+        return self.by_strategy[strategy]
 
 
 Reader = Callable[[Question, Sequence[str]], float | None]  # (question, passages) -> correctness
@@ -90,16 +107,23 @@ def evidence(q: Question, ids: Sequence[str], context: str) -> Evidence:
 
 def outcome(q: Question, setting: Setting, own: Setting, texts: Mapping[str, str], matches: Matcher,
             reader: Reader | None = None) -> Outcome:
-    ids = [q.candidate_ids[i] for i in context_indices(q.similarities, setting.threshold, setting.context_k)]
+    cand_ids, sims = q.candidates(setting.strategy)
+    ids = [cand_ids[i] for i in context_indices(sims, setting.threshold, setting.context_k)]
     passages = [texts[i] for i in ids]
     e = evidence(q, ids, "\n\n".join(passages))
     own_ids = [q.candidate_ids[i] for i in context_indices(q.similarities, own.threshold, own.context_k)]
-    relevant = set(q.relevant_docs)
-    lost = len(relevant & {doc_of(i) for i in ids}) < len(relevant & {doc_of(i) for i in own_ids})
+    lost = loses_relevant(q.relevant_docs, [doc_of(i) for i in own_ids], [doc_of(i) for i in ids])
     return Outcome(
         empty=not ids, lost_relevant=lost, context_recall=document_recall(e), fact_coverage=fact_coverage(e, matches),
         reader_ceiling=float(reader_ceiling(e, matches)), reader=None if reader is None else reader(q, passages),
     )
+
+
+def loses_relevant(relevant: Iterable[str], own_docs: Iterable[str], docs: Iterable[str]) -> bool:
+    """A counterfactual context loses a relevant document when it holds fewer of them than the
+    run's own context did (the one rule for e2e and retrieval counterfactuals)."""
+    wanted = set(relevant)
+    return len(wanted & set(docs)) < len(wanted & set(own_docs))
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -141,7 +165,8 @@ def best(rows: Sequence[Row], own: Setting) -> Row | None:
         return None
     top = max(r.objective() or 0.0 for r in scored)
     tied = [r for r in scored if r.objective() == top]
-    preferred = [r for r in tied if r.setting == own] or [r for r in tied if r.setting.context_k == own.context_k]
+    preferred = [r for r in tied if r.setting == own] or [
+        r for r in tied if r.setting.context_k == own.context_k and r.setting.strategy == own.strategy]
     return (preferred or tied)[0]
 
 
@@ -197,9 +222,9 @@ def advice(rows: Sequence[Row], own: Setting, objective_name: str, chosen_on: st
     return "; ".join(parts) + " (measured by `ragqual whatif` from the stored candidates)."
 
 
-def no_cut_off(o: Overlap, objective_name: str, chosen_on: str) -> str:
+def no_cut_off(o: Overlap, objective_name: str, chosen_on: str, tried: str = "cut-off or context size") -> str:
     """Why no setting is named: the similarities overlap."""
-    text = f"no cut-off or context size tried raises {objective_name} on {chosen_on}"
+    text = f"no {tried} tried raises {objective_name} on {chosen_on}"
     if o.refusal_top and o.relevant_top and o.refusals_above is not None:
         text += (f": out-of-corpus questions' top similarity spans {o.refusal_top[0]:.3f}-{o.refusal_top[2]:.3f} "
                  f"(median {o.refusal_top[1]:.3f}), answerable questions' best relevant chunk "
@@ -230,3 +255,146 @@ def parse_ks(text: str) -> list[int]:
     if not ks or any(k < 1 for k in ks):
         raise InputError(f"--context-k {text!r}: use whole numbers of 1 or more (1,3,5,8)")
     return ks
+
+
+# -- retrieval runs: the same counterfactuals from a run's stored rankings ------------------------
+
+@dataclass(frozen=True)
+class RankedQuestion:
+    """One question's stored ranking of one strategy, as a retrieval counterfactual reads it.
+
+    `similarities` are the candidates' dense similarities, None where the run did not record one
+    (a BM25-only candidate outside the dense ranking); `floor` bounds those from above (the lowest
+    similarity of the run's dense ranking for the same query: a chunk outside it is no closer),
+    None when nothing bounds them. `margin` is how far a known similarity may be from the one the
+    run cut on (a dense ranking stores the index's score, which can differ from the pipeline's
+    similarity in the last rounded digit): a similarity that close to the cut-off decides nothing."""
+
+    case_id: str
+    split: str | None
+    expect_refusal: bool
+    grades: Mapping[str, int]
+    doc_ids: tuple[str, ...]
+    similarities: tuple[float | None, ...]
+    floor: float | None = None
+    margin: float = 0.0
+
+
+def known_context(q: RankedQuestion, threshold: float | None, context_k: int) -> list[int] | None:
+    """`context_indices` over a ranking whose similarities may be partly unknown: None when an
+    unknown one could decide what reaches the context (it might reach the threshold)."""
+    if threshold is None:
+        return list(range(min(context_k, len(q.doc_ids))))
+    kept: list[int] = []
+    for i, sim in enumerate(q.similarities):
+        if len(kept) == context_k:
+            break
+        if sim is None:
+            if q.floor is None or q.floor + q.margin >= threshold:
+                return None
+            continue  # below the dense ranking's lowest similarity, so below the threshold
+        if abs(sim - threshold) <= q.margin and q.margin > 0:
+            return None
+        if sim >= threshold:
+            kept.append(i)
+    return kept
+
+
+@dataclass(frozen=True)
+class RankedOutcome:
+    empty: bool
+    lost_relevant: bool
+    recall_at_k: float | None  # recall at the setting's context-k over the ranking (no cut-off)
+    context_recall: float | None  # recall of the documents in the context, as the retrieval tier stores it
+
+
+def ranked_outcome(q: RankedQuestion, setting: Setting, own: Setting) -> RankedOutcome | None:
+    """One question under one setting, computed as `pipeline.retrieval_tier.query_metrics` does;
+    None when the stored similarities cannot decide the context."""
+    keep, own_keep = known_context(q, setting.threshold, setting.context_k), known_context(q, own.threshold, own.context_k)
+    if keep is None or own_keep is None:
+        return None
+    docs = [q.doc_ids[i] for i in keep]
+    if q.expect_refusal:
+        return RankedOutcome(not keep, False, None, None)
+    judgements = dict(q.grades)
+    return RankedOutcome(
+        empty=not keep,
+        lost_relevant=loses_relevant((d for d, g in judgements.items() if g > 0), [q.doc_ids[i] for i in own_keep], docs),
+        recall_at_k=metrics.recall_at_k(metrics.collapse_to_documents(q.doc_ids), judgements, setting.context_k),
+        context_recall=metrics.recall_at_k(metrics.collapse_to_documents(docs), judgements, setting.context_k),
+    )
+
+
+@dataclass(frozen=True)
+class RankedRow:
+    """One strategy under one setting over a set of questions."""
+
+    strategy: str
+    setting: Setting
+    questions: int
+    refusals: int
+    refusals_empty: float | None
+    answerable: int
+    answerable_lost: float | None
+    recall_at_k: float | None
+    context_recall: float | None
+
+    def objective(self) -> float | None:
+        """What a retrieval setting is chosen on: the recall of what reaches the context."""
+        return self.context_recall
+
+
+def ranked_rows(strategy: str, questions: Sequence[RankedQuestion], settings: Sequence[Setting], own: Setting,
+                split: str | None = None) -> tuple[list[RankedRow], list[Setting]]:
+    """(one row per setting the stored rankings decide, the settings they cannot) over the
+    questions of `split` (all when None)."""
+    chosen = [q for q in questions if split is None or q.split == split]
+    rows, undecided = [], []
+    for s in settings:
+        outs = [ranked_outcome(q, s, own) for q in chosen]
+        if any(o is None for o in outs):
+            undecided.append(s)
+            continue
+        done = [o for o in outs if o is not None]
+        refusals = [o for q, o in zip(chosen, done) if q.expect_refusal]
+        answerable = [o for q, o in zip(chosen, done) if not q.expect_refusal]
+        rows.append(RankedRow(strategy, s, len(chosen), len(refusals), _mean(float(o.empty) for o in refusals),
+                              len(answerable), _mean(float(o.lost_relevant) for o in answerable),
+                              _mean(o.recall_at_k for o in answerable), _mean(o.context_recall for o in answerable)))
+    return rows, undecided
+
+
+def _same_row(rows: Sequence[RankedRow] | None, like: RankedRow) -> RankedRow | None:
+    return next((r for r in rows or () if r.strategy == like.strategy and r.setting == like.setting), None)
+
+
+def ranked_advice(rows: Sequence[RankedRow], own: Mapping[str, Setting], chosen_on: str,
+                  held_out: Sequence[RankedRow] | None = None) -> str | None:
+    """One sentence naming a strategy and setting, only when its contextRecall is above every
+    strategy's own setting on `chosen_on` (the run's best strategy as run); None otherwise."""
+    owned = [r for r in rows if r.setting == own.get(r.strategy) and r.objective() is not None]
+    scored = [r for r in rows if r.objective() is not None]
+    if not owned or not scored:
+        return None
+    base = max(owned, key=lambda r: r.objective() or 0.0)
+    top = max(scored, key=lambda r: r.objective() or 0.0)
+    before, after = base.objective(), top.objective()
+    if before is None or after is None or after <= before:
+        return None
+    text = (f"{top.strategy} at {top.setting.label()} would raise contextRecall from {before:.3f} "
+            f"({base.strategy} as run) to {after:.3f} on {chosen_on}")
+    t_base, t_top = _same_row(held_out, base), _same_row(held_out, top)
+    if t_base and t_top and t_base.objective() is not None and t_top.objective() is not None:
+        text += f" ({t_base.objective():.3f} -> {t_top.objective():.3f} on test)"
+    if top.refusals_empty is not None and base.refusals_empty is not None:
+        text += f"; out-of-corpus questions with an empty context {base.refusals_empty:.3f} -> {top.refusals_empty:.3f}"
+    return text + " (measured by `ragqual whatif` from the stored rankings)."
+
+
+def parse_strategies(text: str, known: Sequence[str]) -> list[str]:
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [n for n in names if n not in known]
+    if not names or unknown:
+        raise InputError(f"--strategy {text!r}: use one or more of {', '.join(known)}, comma-separated")
+    return list(dict.fromkeys(names))

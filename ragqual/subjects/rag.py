@@ -26,7 +26,7 @@ from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectResult, Telemetry, Variant, rendered_messages, reply_text
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
-from ragqual.pipeline.retrieval import RetrievalConfig, Retriever
+from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
 from ragqual.subjects.rag_checks import NoRetrievalNarration, NoThinkTags, RefusalBehaviour
 
 MODES = ("oracle", "e2e", "noretrieval")
@@ -139,12 +139,26 @@ class RagSubject(Subject):
         if mode == "oracle":
             return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids), None
         if mode == "e2e":
-            found = self.retriever().retrieve(query, self.retrieval_config)
-            candidates = {"ids": list(found.ranking.chunk_ids), "similarities": list(found.ranking.similarities)}
+            retriever = self.retriever()
+            found = retriever.retrieve(query, self.retrieval_config)
+            candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
+                                          "similarities": list(found.ranking.similarities)}
+            candidates["byStrategy"] = self._other_strategies(retriever, query)
             return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context], candidates
         if mode == "noretrieval":
             return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+
+    def _other_strategies(self, retriever: Retriever, query: str) -> dict[str, dict[str, Any]]:
+        """Every other strategy's candidate list for the same query (BM25 and the fusion run in
+        process, the dense search is shared): what `ragqual whatif --strategy` reads, so a strategy
+        counterfactual needs no new search."""
+        out: dict[str, dict[str, Any]] = {}
+        for strategy in STRATEGIES:
+            if strategy != self.retrieval_config.strategy:
+                ranking = retriever.retrieve(query, self.retrieval_config.with_(strategy=strategy)).ranking
+                out[strategy] = {"ids": list(ranking.chunk_ids), "similarities": list(ranking.similarities)}
+        return out
 
     def run_one(self, case: Case, variant: Variant, mode: str, repeat_index: int,
                 services: TrialServices) -> SubjectResult:

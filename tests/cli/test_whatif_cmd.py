@@ -74,11 +74,46 @@ def test_whatif_prints_every_setting_and_names_one_only_when_it_measured_a_gain(
     assert "5 *" in text and "on test (" in text and "  - " in text
 
 
-def test_a_different_corpus_or_a_retrieval_run_is_refused(workdir, e2e_run, capsys):
+def test_a_different_corpus_is_refused_and_a_retrieval_run_is_read_from_its_rankings(workdir, e2e_run, capsys):
     db = workdir / "eval-results" / "eval.db"
     code, _, err = ragqual(db, ["whatif", str(e2e_run), "--chunk-tokens", "128"], capsys)
     assert code == 2 and "fingerprint" in err
     retrieval = invoke("--json", "retrieval")
     assert retrieval.exit_code == 0, retrieval.output
-    code, _, err = ragqual(db, ["whatif", str(json.loads(retrieval.stdout)["run"]["run_id"])], capsys)
-    assert code == 2 and "retrieval run" in err
+    code, out, err = ragqual(db, ["whatif", str(json.loads(retrieval.stdout)["run"]["run_id"])], capsys)
+    assert code == 0 and out.startswith("retrieval run ") and "contextRecall" in out, err
+
+
+def test_a_bundled_retrieval_runs_own_settings_give_back_its_stored_metrics(workdir, capsys):
+    db = workdir / "eval-results" / "eval.db"
+    retrieval = invoke("--json", "retrieval", "--threshold", "0.55")
+    assert retrieval.exit_code == 0, retrieval.output
+    run_id = json.loads(retrieval.stdout)["run"]["run_id"]
+    code, out, err = ragqual(db, ["--json", "whatif", str(run_id)], capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
+    try:
+        from ragqual.app.corpus import load_corpus_context
+
+        split_of = {g.id: g.split for g in load_corpus_context(app, CorpusOptions(), with_corpus=False).goldens}
+    finally:
+        app.close()
+    con = sqlite3.connect(db)
+    stored: dict = {}
+    for strategy, case_id, metric, value in con.execute(
+            "SELECT group_key, case_id, metric, value FROM metric_values WHERE run_id = ?", (run_id,)):
+        stored.setdefault((strategy, split_of[case_id], metric), []).append(value)
+    con.close()
+    mean = lambda key: sum(stored[key]) / len(stored[key])  # noqa: E731
+    checked = 0
+    for rows, split in ((got["rows"], "validation"), (got["report_rows"], "test")):
+        for row in rows:
+            if row["setting"] != got["own"][row["strategy"]]:
+                continue
+            checked += 1
+            assert row["recall_at_k"] == mean((row["strategy"], split, "recall@5")), row
+            assert row["context_recall"] == mean((row["strategy"], split, "contextRecall")), row
+            assert row["refusals_empty"] == 1.0 - mean((row["strategy"], split, "nonEmptyRefusal")), row
+    undecided = [u for u in got["unavailable"] if "threshold 0.55, context-k 5:" in u]
+    assert checked + 2 * len(undecided) == 6, got["unavailable"]  # each strategy on validation and test, or named
