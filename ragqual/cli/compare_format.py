@@ -50,7 +50,8 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "tolerance": opts.tolerance, "alpha": opts.alpha, "power": opts.power, "seed": opts.seed,
         "resamples": opts.resamples, "cluster": opts.cluster, "unstable_excluded": comparison.unstable_by_group(),
         "regressions": [f"{r.group} {r.metric}" for r in comparison.regressions],
-        "passed": not comparison.regressions, "verdict": verdict_line(comparison), **comparison.history,
+        "critical_regressions": [asdict(c) for c in comparison.critical],
+        "passed": not comparison.gate_failed, "verdict": verdict_line(comparison), **comparison.history,
     }
     return {
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
@@ -67,6 +68,15 @@ def _names(rows: list[MetricComparison]) -> str:
 
 
 def verdict_line(comparison: Comparison) -> str:
+    """The gate's verdict in one line, led by the critical goldens that regressed, if any."""
+    line = _metric_verdict(comparison)
+    if not comparison.critical:
+        return line
+    names = ", ".join(dict.fromkeys(c.golden_id for c in comparison.critical))
+    return f"CRITICAL GOLDEN REGRESSED ({names}): the gate fails whatever the statistics say; {line}"
+
+
+def _metric_verdict(comparison: Comparison) -> str:
     opts, rows = comparison.options, comparison.rows
     if opts.gate == "tolerance":
         if comparison.regressions:
@@ -159,6 +169,9 @@ def _unsealed_lines(comparison: Comparison) -> dict[str, str]:
 
 def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
     sections = [("metrics", metrics_frame(comparison.rows))]
+    if comparison.critical:
+        sections.append(("critical goldens that regressed (each fails the gate)", pd.DataFrame(
+            [asdict(c) for c in comparison.critical])))
     if comparison.differences:
         sections.append(("settings that differ (BASE -> NEW)", pd.DataFrame({"setting": comparison.differences})))
     if comparison.options.by_tag:

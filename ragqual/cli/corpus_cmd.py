@@ -1,4 +1,4 @@
-"""`ragqual corpus check|status|ingest|reset|search|migrate`: the corpus, its goldens and its eval points."""
+"""`ragqual corpus check|lock|status|ingest|reset|search|migrate`: the corpus, its goldens and its eval points."""
 
 from __future__ import annotations
 
@@ -45,15 +45,51 @@ def _shown(path: Any) -> str:
     return display_path(path)
 
 
-@corpus_group.command("check")
+@corpus_group.command("lock")
 @corpus_options
 @click.pass_obj
-def check_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
+def lock_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
+    """Pin the corpus, goldens, glossary and prompts by content hash in ragqual.lock.json.
+
+    The goldens are validated first (exit 2 on a problem, nothing written). Commit the lock file;
+    `ragqual corpus check --locked` then fails (exit 1) when any locked file drifts, and every run
+    records whether it ran against the lock.
+    """
+    from ragqual.app.corpus_lock import write_project_lock
+
+    path, lock = write_project_lock(app, corpus_opts)
+    data = {"lock": str(path), "files": len(lock.files), "prompts": len(lock.prompts), "roots": lock.roots}
+    _emit(app, data, [f"wrote {_shown(path)}: {len(lock.files)} files, {len(lock.prompts)} prompt versions "
+                      f"({', '.join(f'{k} {v}' for k, v in lock.roots.items() if v)})"])
+
+
+def _check_locked(app: AppContext) -> None:
+    from ragqual.app.corpus_lock import project_drift
+    from ragqual.errors import GateFailed
+
+    path, found = project_drift(app)
+    if found:
+        for item in found:
+            click.echo(f"drifted {item.text()}")
+        raise GateFailed(f"{len(found)} locked file(s) drifted from {_shown(path)}: "
+                         f"{', '.join(d.text() for d in found)}; re-lock with `ragqual corpus lock` if intended")
+    click.echo(f"lock     {_shown(path)}: every locked file matches", err=True)
+
+
+@corpus_group.command("check")
+@corpus_options
+@click.option("--locked", is_flag=True,
+              help="Also require the files pinned by ragqual.lock.json to be unchanged: exit 1 naming each file "
+                   "added, removed or changed (for CI).")
+@click.pass_obj
+def check_cmd(app: AppContext, corpus_opts: CorpusOptions, locked: bool = False) -> None:
     """Validate the corpus and goldens; print counts per tag and split.
 
     Needs no service and writes nothing: every problem found is listed with its file and
     line, and the exit code is 2.
     """
+    if locked:
+        _check_locked(app)
     c = check_corpus(app, corpus_opts)
     data = {"corpus": str(c.corpus_dir), "documents": c.documents, "chunks": c.chunks, "goldens": str(c.goldens_dir),
             "questions": c.questions, "tags": c.tags, "splits": c.splits, "warnings": [c.warning] if c.warning else [],
