@@ -46,13 +46,14 @@ def project(tmp_path, shared_cache):
     shutil.copytree(REPO / "goldens", root / "goldens")
     (root / "pyproject.toml").write_text("[tool.ragqual]\n", encoding="utf-8")
     (root / "eval-results").mkdir()
-    (root / ".gitignore").write_text("eval-results/*\n!eval-results/baselines/\n*.xml\n*.md\neval.json\n")
+    (root / ".gitignore").write_text("eval-results/*\n!eval-results/baselines/\nragqual-*.xml\nragqual-comment.md\neval.json\nrun-id\n")
     env = {k: v for k, v in os.environ.items() if k not in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST")}
     env.update(GIT_ENV, RAGQUAL_CACHE_DIR=str(shared_cache), PATH=f"{Path(sys.executable).parent}:{env['PATH']}",
                GITHUB_OUTPUT=str(tmp_path / "github_output"))
     return root, env
 
 
+@pytest.mark.slow
 def test_the_workflow_gates_a_branch_and_warns_of_a_stale_baseline(project, tmp_path):
     root, env = project
     found, workflow_env = steps()
