@@ -317,6 +317,7 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
     if options.by_tag and not cases:
         notes.append("per-tag table: the questions' tags come from the history, and neither side is a run")
     rows = _judge(rows, holm, options, gate=True)
+    notes += [f"{c.text()}: this fails the gate" for c in critical]
     return Comparison(base, new, options, rows, _judge(tag_rows, benjamini_hochberg, options, gate=False),
                       flips, unstable, notes, differences=setting_differences(base, new), critical=critical)
 

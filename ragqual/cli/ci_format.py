@@ -1,19 +1,32 @@
 """`compare` and `report` for CI: JUnit XML, the pull-request comment (`--format github`) and the
-failures-only view (`--failures-only`)."""
+failures-only views (`--failures-only`, and the failing trials `report --failures` lists)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
+from typing import Any
 
 import pandas as pd
+from sqlalchemy import Engine
 
 from ragqual.app.comparison import Comparison, MetricComparison
+from ragqual.app.failures import failure_rows
+from ragqual.app.history_reads import history_head
 from ragqual.app.comparison import source_label as who
-from ragqual.cli.compare_format import _detectable, flips_frame, metrics_frame, verdict_line
+from ragqual.cli.compare_format import _detectable, flips_frame, metrics_frame
+from ragqual.cli.compare_format import verdict_line as metric_verdict
 from ragqual.cli.output import markdown_table
+from ragqual.core.critical import critical_verdict
 from ragqual.core.display import fmt_delta, fmt_rate
 from ragqual.core.junit import JUnitCase, junit_xml
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
+from ragqual.store.records import RunInfo
+from ragqual.store.summaries import run_header
+
+def verdict_line(comparison: Comparison) -> str:
+    """The gate's verdict, led by the critical goldens that regressed."""
+    return critical_verdict(comparison.critical, metric_verdict(comparison))
+
 
 GITHUB_MARKER = "<!-- ragqual-compare -->"  # lets a workflow find and update its own comment
 
@@ -106,3 +119,14 @@ def failures_only_sections(comparison: Comparison, causes: dict[str, str] | None
              for f in comparison.flips if f.direction == "pass->fail"]
     sections.append(("pass -> fail", pd.DataFrame(flips, columns=["group", "question", "cause"])))
     return sections
+
+
+def failures_document(engine: Engine, info: RunInfo) -> tuple[str, dict[str, Any], list[tuple[str, pd.DataFrame]]]:
+    rows = failure_rows(engine, info.id)
+    frame = pd.DataFrame([asdict(r) for r in rows],
+                         columns=["variant", "mode", "case_id", "repeat", "cause", "failed_checks", "doc_recall",
+                                  "fact_coverage", "answer"])
+    header = {**run_header(info), **history_head(engine), "failing_trials": len(rows),
+              "causes": {str(k): int(v) for k, v in frame["cause"].value_counts().items()}}
+    header.pop("params", None)
+    return f"Failures of run {info.id}", header, [("failures", frame)]

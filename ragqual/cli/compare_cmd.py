@@ -31,6 +31,7 @@ from ragqual.cli.ci_format import comparison_junit, failures_only_sections, gith
 from ragqual.cli.compare_format import emit_comparison, verdict_line
 from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
                                 warn_unsealed)
+from ragqual.core.critical import critical_verdict
 from ragqual.core.staleness import DEFAULT_STALE_AFTER, StaleAfter, parse_stale_after
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
@@ -97,7 +98,7 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
     else:
         emit_comparison(comparison, fmt, output)
     if comparison.gate_failed:
-        raise GateFailed(verdict_line(comparison))
+        raise GateFailed(critical_verdict(comparison.critical, verdict_line(comparison)))
 
 
 def _causes(app: AppContext, comparison: Comparison) -> dict[str, str]:
@@ -118,7 +119,7 @@ def emit_ci(app: AppContext, comparison: Comparison, fmt: str, output: str | Non
     else:
         title = f"compare (failures only): BASE {who(comparison.base)} -> NEW {who(comparison.new)}"
         sections = failures_only_sections(comparison, _causes(app, comparison))
-        notes = [*(c.text() for c in comparison.critical), verdict_line(comparison)]
+        notes = [*comparison.notes, critical_verdict(comparison.critical, verdict_line(comparison))]
         emit_document(title, {"gate": comparison.options.gate, "regressions": len(comparison.regressions),
                               "critical": len(comparison.critical)}, sections, fmt, notes)
         return

@@ -21,6 +21,7 @@ from ragqual.app.corpus_ops import (
     reset_eval_points,
     search_corpus,
 )
+from ragqual.cli.corpus_lock import check_locked, lock_cmd
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.core.display import fmt_value
 
@@ -45,35 +46,7 @@ def _shown(path: Any) -> str:
     return display_path(path)
 
 
-@corpus_group.command("lock")
-@corpus_options
-@click.pass_obj
-def lock_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
-    """Pin the corpus, goldens, glossary and prompts by content hash in ragqual.lock.json.
-
-    The goldens are validated first (exit 2 on a problem, nothing written). Commit the lock file;
-    `ragqual corpus check --locked` then fails (exit 1) when any locked file drifts, and every run
-    records whether it ran against the lock.
-    """
-    from ragqual.app.corpus_lock import write_project_lock
-
-    path, lock = write_project_lock(app, corpus_opts)
-    data = {"lock": str(path), "files": len(lock.files), "prompts": len(lock.prompts), "roots": lock.roots}
-    _emit(app, data, [f"wrote {_shown(path)}: {len(lock.files)} files, {len(lock.prompts)} prompt versions "
-                      f"({', '.join(f'{k} {v}' for k, v in lock.roots.items() if v)})"])
-
-
-def _check_locked(app: AppContext) -> None:
-    from ragqual.app.corpus_lock import project_drift
-    from ragqual.errors import GateFailed
-
-    path, found = project_drift(app)
-    if found:
-        for item in found:
-            click.echo(f"drifted {item.text()}")
-        raise GateFailed(f"{len(found)} locked file(s) drifted from {_shown(path)}: "
-                         f"{', '.join(d.text() for d in found)}; re-lock with `ragqual corpus lock` if intended")
-    click.echo(f"lock     {_shown(path)}: every locked file matches", err=True)
+corpus_group.add_command(lock_cmd)
 
 
 @corpus_group.command("check")
@@ -89,7 +62,7 @@ def check_cmd(app: AppContext, corpus_opts: CorpusOptions, locked: bool = False)
     line, and the exit code is 2.
     """
     if locked:
-        _check_locked(app)
+        check_locked(app)
     c = check_corpus(app, corpus_opts)
     data = {"corpus": str(c.corpus_dir), "documents": c.documents, "chunks": c.chunks, "goldens": str(c.goldens_dir),
             "questions": c.questions, "tags": c.tags, "splits": c.splits, "warnings": [c.warning] if c.warning else [],

@@ -94,10 +94,11 @@ def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit
                                "report": str(path), "html": str(html_path), "seconds": round(elapsed, 1)}))
         return
     if failures_only:
+        from ragqual.app.history_reads import run_info
+        from ragqual.cli.ci_format import failures_document
         from ragqual.cli.output import emit_document
-        from ragqual.cli.report_cmd import failures_document
 
-        title, header, sections = failures_document(app.history(), app.store().get_run(generation.run_id))
+        title, header, sections = failures_document(app.history(), run_info(app, generation.run_id))
         emit_document(title, {k: header[k] for k in ("run_id", "failing_trials", "causes")}, sections, "table")
     else:
         click.echo("generation:\n" + mode_table(generation.lines) + "\n\n" + decomposition)

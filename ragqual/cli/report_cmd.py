@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 import click
@@ -10,30 +9,18 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.ci_checks import run_junit_cases
-from ragqual.app.failures import failure_rows
 from ragqual.app.run_report import build_report
 from ragqual.app.context import AppContext
-from ragqual.app.history_reads import history_head, run_info, unsealed_rows
+from ragqual.app.history_reads import run_info, unsealed_rows
+from ragqual.cli.ci_format import failures_document
 from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
                                 warn_unsealed)
 from ragqual.core.junit import junit_xml
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.records import RunInfo
-from ragqual.store.summaries import run_header
 
 
 # -- failures ---------------------------------------------------------------------------------------
-
-def failures_document(engine: Engine, info: RunInfo) -> tuple[str, dict[str, Any], list[tuple[str, pd.DataFrame]]]:
-    rows = failure_rows(engine, info.id)
-    frame = pd.DataFrame([asdict(r) for r in rows],
-                         columns=["variant", "mode", "case_id", "repeat", "cause", "failed_checks", "doc_recall",
-                                  "fact_coverage", "answer"])
-    header = {**run_header(info), **history_head(engine), "failing_trials": len(rows),
-              "causes": {str(k): int(v) for k, v in frame["cause"].value_counts().items()}}
-    header.pop("params", None)
-    return f"Failures of run {info.id}", header, [("failures", frame)]
-
 
 def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
     """A generation run's mode decomposition in words (as `ragqual eval` prints it)."""

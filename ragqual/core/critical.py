@@ -40,3 +40,11 @@ def metric_regressed(base: float, new: float, tolerance: float, lower_is_better:
     """A retrieval metric of the question moved the wrong way by more than the tolerance."""
     worsening = new - base if lower_is_better else base - new
     return worsening > tolerance + SLACK
+
+
+def critical_verdict(critical: list[CriticalRegression], line: str) -> str:
+    """The gate's verdict line, led by the critical goldens that regressed, if any."""
+    if not critical:
+        return line
+    names = ", ".join(dict.fromkeys(c.golden_id for c in critical))
+    return f"CRITICAL GOLDEN REGRESSED ({names}): the gate fails whatever the statistics say; {line}"
