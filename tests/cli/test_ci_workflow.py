@@ -129,3 +129,14 @@ def test_the_lock_catches_drift_and_runs_record_it(project):
     assert states.splitlines()[-1].strip() == "no lock"
     missing = bash("ragqual corpus check --locked", root, env)
     assert missing.returncode == 2 and "ragqual corpus lock" in missing.stderr
+
+
+def test_eval_failures_only_prints_the_failing_trials_and_their_cause(project):
+    root, env = project
+    done = bash("ragqual eval --limit 2 --repeats 1 --failures-only", root, env)
+    assert done.returncode == 0, done.stderr
+    assert "generation:" not in done.stdout and "retrieval tier" not in done.stdout
+    assert "Failures of run 2" in done.stdout and "failing_trials" in done.stdout
+    failing = [line for line in done.stdout.splitlines() if " noretrieval " in line]
+    assert len(failing) == 2 and all("no-context" in line for line in failing)  # the mock without context
+    assert not [line for line in done.stdout.splitlines() if " e2e " in line or " oracle " in line]
