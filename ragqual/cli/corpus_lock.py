@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -11,7 +12,7 @@ from ragqual.app.corpus import CorpusOptions
 from ragqual.cli.corpus_options import corpus_options
 
 
-def _shown(path: object) -> str:
+def _shown(path: Path) -> str:
     from ragqual.adapters.files import display_path
 
     return display_path(path)

@@ -70,9 +70,9 @@ def _counts(cases: Sequence[JUnitCase]) -> dict[str, str]:
 
 def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, str] | None = None) -> str:
     """One `<testsuites>` holding one `<testsuite>` named `suite`, as UTF-8 XML text."""
-    root = ET.Element("testsuites", name=xml_safe(suite), **_counts(cases))
-    element = ET.SubElement(root, "testsuite", name=xml_safe(suite), **_counts(cases),
-                            time=f"{sum(c.time for c in cases):.3f}")
+    root = ET.Element("testsuites", {"name": xml_safe(suite), **_counts(cases)})
+    element = ET.SubElement(root, "testsuite", {"name": xml_safe(suite), **_counts(cases),
+                                                "time": f"{sum(c.time for c in cases):.3f}"})
     if properties:
         props = ET.SubElement(element, "properties")
         for key, value in properties.items():

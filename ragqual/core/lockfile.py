@@ -56,7 +56,8 @@ def parse_lock(text: str, name: str = LOCK_FILE) -> Lock:
     if not isinstance(data, dict) or data.get("format") != LOCK_FORMAT:
         raise InputError(f"{name}: not a {LOCK_FORMAT} lock file; rewrite it with `ragqual corpus lock`")
     roots, files, prompts = data.get("roots"), data.get("files"), data.get("prompts", {})
-    if not (isinstance(roots, dict) and _strings(files) and _strings(prompts)):
+    if not (isinstance(roots, dict) and isinstance(files, dict) and isinstance(prompts, dict)
+            and _strings(files) and _strings(prompts)):
         raise InputError(f"{name}: `roots`, `files` and `prompts` must be objects of strings; "
                          "rewrite it with `ragqual corpus lock`")
     return Lock(dict(roots), dict(files), dict(prompts))

@@ -93,7 +93,7 @@ def test_a_critical_golden_fails_the_gate_the_statistics_pass(head_db, store, ca
     mark_critical(store, "q3")
     code, out, err = ragqual(head_db, ["compare", str(base), str(new)], capsys)
     assert code == 1 and "CRITICAL GOLDEN REGRESSED (slug-q3)" in err
-    assert "critical goldens that regressed" in out
+    assert "critical golden 'slug-q3' regressed in m1/e2e: pass 1 -> 0.5: this fails the gate" in out
     code, out, _ = ragqual(head_db, ["--json", "compare", str(base), str(new)], capsys)
     body = json.loads(out)
     assert body["header"]["passed"] is False
