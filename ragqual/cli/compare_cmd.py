@@ -93,7 +93,7 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
     warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
                    if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
     fmt = output_format(fmt, app.as_json)
-    if fmt in ("junit", "github") or failures_only:
+    if fmt in ("junit", "github") or (failures_only and fmt != "html"):  # a page always shows everything
         emit_ci(app, comparison, fmt, output, limit, failures_only)
     else:
         emit_comparison(comparison, fmt, output)
