@@ -1,7 +1,8 @@
 """Provenance of a run: git state, versions, argv. The only place ragqual asks git.
 
 Credentials in argv and params are masked here already (ragqual.core.redact), so neither the
-history nor a report built from the provenance ever holds one."""
+history nor a report built from the provenance ever holds one. Every run's params also record
+whether it ran against the project's goldens lock (`goldens_lock`: locked / drifted / no lock)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ragqual import __version__
+from ragqual.adapters.lock_files import lock_state
+from ragqual.config import find_project_root
+from ragqual.core.lockfile import lock_params
 from ragqual.core.redact import redact_argv, redact_value
 from ragqual.store.records import Provenance
 
@@ -45,7 +49,10 @@ def capture(
     dataset_hash: str | None = None,
     prompt_hashes: Sequence[str] = (),
 ) -> Provenance:
-    sha, dirty, note = git_state(cwd or Path.cwd())
+    here = cwd or Path.cwd()
+    sha, dirty, note = git_state(here)
+    status, drifted = lock_state(find_project_root(here) or here, prompt_hashes)
+    params = {**(params or {}), **lock_params(status, drifted)}
     return Provenance(
         git_sha=sha,
         git_dirty=dirty,

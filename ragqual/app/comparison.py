@@ -38,7 +38,8 @@ from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary, incomplete_sources
 from ragqual.app.history_reads import history_head
 from ragqual.core import paramdiff, stats
-from ragqual.core.metric_names import FLIP_METRICS, is_binary, is_gated, is_informational, lower_is_better
+from ragqual.core.critical import CriticalRegression, metric_regressed, pass_regressed
+from ragqual.core.metric_names import FLIP_METRICS, PASS, is_binary, is_gated, is_informational, lower_is_better
 from ragqual.core.multiplicity import benjamini_hochberg, holm
 from ragqual.core.runlabel import RunLabel
 from ragqual.core.scoring import SCORER_NAME
@@ -129,10 +130,16 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     history: dict[str, str] = field(default_factory=dict)  # the history head, when a side was read from it
     differences: list[str] = field(default_factory=list)  # the two runs' settings that differ
+    critical: list[CriticalRegression] = field(default_factory=list)  # regressions on critical goldens
 
     @property
     def regressions(self) -> list[MetricComparison]:
         return [r for r in self.rows if r.regressed]
+
+    @property
+    def gate_failed(self) -> bool:
+        """A metric regressed under the chosen gate, or a critical golden regressed."""
+        return bool(self.regressions or self.critical)
 
     def unstable_by_group(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -290,6 +297,7 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
     tag_rows: list[MetricComparison] = []
     flips: list[Flip] = []
     unstable: list[Unstable] = []
+    critical: list[CriticalRegression] = []
     for label in sorted(set(base.groups) & set(new.groups)):
         b, n = base.groups[label], new.groups[label]
         unstable += _unstable(label, b, n, cases)
@@ -303,13 +311,15 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
             if options.by_tag:
                 tag_rows += _tag_tests(label, metric, pairs, cases, len(excluded), options)
         flips += _flips(label, b, n, excluded, cases)
+        critical += critical_regressions(label, b, n, cases, options.tolerance)
     if not rows:
         notes.append("no metric was present on both sides for any shared group: nothing was compared")
     if options.by_tag and not cases:
         notes.append("per-tag table: the questions' tags come from the history, and neither side is a run")
     rows = _judge(rows, holm, options, gate=True)
+    notes += [f"{c.text()}: this fails the gate" for c in critical]
     return Comparison(base, new, options, rows, _judge(tag_rows, benjamini_hochberg, options, gate=False),
-                      flips, unstable, notes, differences=setting_differences(base, new))
+                      flips, unstable, notes, differences=setting_differences(base, new), critical=critical)
 
 
 def _group_notes(base: Summary, new: Summary) -> list[str]:
@@ -473,6 +483,26 @@ def _flips(label: str, b: GroupSummary, n: GroupSummary, excluded: set[str],
             out.append(Flip(label, metric, q, _golden(q, cases), info.tags if info else (),
                             "pass->fail" if before == 1.0 else "fail->pass"))
     return sorted(out, key=lambda f: (f.direction != "pass->fail", f.golden_id))
+
+
+def critical_regressions(label: str, b: GroupSummary, n: GroupSummary, cases: Mapping[str, CaseInfo],
+                         tolerance: float) -> list[CriticalRegression]:
+    """Regressions on the critical goldens of one group (the definition is `ragqual.core.critical`);
+    unstable questions count here, since a critical question failing in one repeat is the point."""
+    out = []
+    for q in sorted(set(b.questions) & set(n.questions)):
+        info = cases.get(q)
+        if info is None or not info.critical:
+            continue
+        before, after = b.questions[q], n.questions[q]
+        if b.trials or n.trials:
+            if PASS in before and PASS in after and pass_regressed(before[PASS], after[PASS]):
+                out.append(CriticalRegression(label, info.golden_id, PASS, before[PASS], after[PASS]))
+            continue
+        for metric in (m for m in sorted(set(before) & set(after)) if is_gated(m)):
+            if metric_regressed(before[metric], after[metric], tolerance, lower_is_better(metric)):
+                out.append(CriticalRegression(label, info.golden_id, metric, before[metric], after[metric]))
+    return out
 
 
 def mark_incomplete(comparison: Comparison, label: str) -> Comparison:

@@ -4,7 +4,9 @@ itself (pairing, tests, Holm, verdicts, flips) is `ragqual.app.comparison`.
 Output: the metrics table (one row per metric x group), the exploratory per-tag table with
 `--by-tag`, the questions that flipped pass <-> fail, and the unstable questions. Exit 1 only when
 the chosen gate finds a regression: `--gate stats` (the default) on a `regression` verdict,
-`--gate tolerance` when a metric moved the wrong way by more than the tolerance.
+`--gate tolerance` when a metric moved the wrong way by more than the tolerance, and with either
+gate when a golden marked `"critical": true` regressed (`ragqual.core.critical`). For CI:
+`--format junit` / `--format github` (`-o FILE`) and `--failures-only` (`ragqual.cli.ci_format`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,17 @@ from ragqual.app.comparison import (
     Options,
     compare_sources,
 )
+from pathlib import Path
+
+from ragqual.app.ci_checks import baseline_staleness, failure_causes
+from ragqual.app.comparison import Comparison, source_label as who
 from ragqual.app.context import AppContext
+from ragqual.cli.ci_format import comparison_junit, failures_only_sections, github_comment
 from ragqual.cli.compare_format import emit_comparison, verdict_line
-from ragqual.cli.output import check_output, format_option, output_format, output_option, warn_unsealed
+from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
+                                warn_unsealed)
+from ragqual.core.critical import critical_verdict
+from ragqual.core.staleness import DEFAULT_STALE_AFTER, StaleAfter, parse_stale_after
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
@@ -61,20 +71,59 @@ from ragqual.errors import GateFailed
 @click.option("--across-configs", is_flag=True,
               help="Pair two runs of the same goldens although corpus, chunking, embedder or strategy differ, "
                    "and print what differs (baseline files keep the fingerprint rule).")
-@format_option(html=True)
+@format_option(html=True, extra=("junit", "github"))
 @output_option()
+@click.option("--stale-after", default=DEFAULT_STALE_AFTER, show_default=True, metavar="N|Nd",
+              help="--format github: warn when the baseline's git commit is more than N commits (or N days, "
+                   "`14d`) behind HEAD; it always warns when that commit is not an ancestor of HEAD.")
+@click.option("--failures-only", is_flag=True,
+              help="Show only what regressed: failing metrics, critical goldens, questions that flipped to fail "
+                   "(with their measured cause when NEW is a run).")
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                across_configs: bool, fmt: str, output: str | None) -> None:
+                across_configs: bool, fmt: str, output: str | None, stale_after: str, failures_only: bool) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
     check_output(fmt, output)
+    limit = parse_stale_after(stale_after)
     options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
                       across_configs)
     comparison = compare_sources(app, base, new, options, scorer_name, scorer_version, allow_incomplete)
     warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
                    if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
-    emit_comparison(comparison, output_format(fmt, app.as_json), output)
-    if comparison.regressions:
-        raise GateFailed(verdict_line(comparison))
+    fmt = output_format(fmt, app.as_json)
+    if fmt in ("junit", "github") or (failures_only and fmt != "html"):  # a page always shows everything
+        emit_ci(app, comparison, fmt, output, limit, failures_only)
+    else:
+        emit_comparison(comparison, fmt, output)
+    if comparison.gate_failed:
+        raise GateFailed(critical_verdict(comparison.critical, verdict_line(comparison)))
+
+
+def _causes(app: AppContext, comparison: Comparison) -> dict[str, str]:
+    run_id = comparison.new.run_id
+    if run_id is None or not any(f.direction == "pass->fail" for f in comparison.flips):
+        return {}
+    return failure_causes(app.history(), int(run_id))
+
+
+def emit_ci(app: AppContext, comparison: Comparison, fmt: str, output: str | None, limit: StaleAfter,
+            failures_only: bool) -> None:
+    """JUnit, the pull-request comment, or only what regressed."""
+    if fmt == "junit":
+        text = comparison_junit(comparison)
+    elif fmt == "github":
+        stale = baseline_staleness(comparison.base, limit, Path.cwd())
+        text = github_comment(comparison, stale, _causes(app, comparison))
+    else:
+        title = f"compare (failures only): BASE {who(comparison.base)} -> NEW {who(comparison.new)}"
+        sections = failures_only_sections(comparison, _causes(app, comparison))
+        notes = [*comparison.notes, critical_verdict(comparison.critical, verdict_line(comparison))]
+        emit_document(title, {"gate": comparison.options.gate, "regressions": len(comparison.regressions),
+                              "critical": len(comparison.critical)}, sections, fmt, notes)
+        return
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        emit_page(text, output)

@@ -1,5 +1,5 @@
 """How `ragqual compare` shows a comparison: text / CSV / Markdown tables, the JSON objects, a PR
-comment, an HTML page."""
+comment, an HTML page (CI formats: `ragqual.cli.ci_format`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import click
 import pandas as pd
 
-from ragqual.app.comparison import Comparison, MetricComparison
-from ragqual.app.comparison import source_label as who
+from ragqual.app.comparison import Comparison, MetricComparison, source_label as who
 from ragqual.cli.output import emit_document, emit_page, markdown_table
+from ragqual.core.critical import critical_verdict
 from ragqual.core.display import fmt_delta, fmt_rate, fmt_value
 from ragqual.core.stats import too_few_to_detect
 from ragqual.core.verdicts import EQUIVALENT, IMPROVEMENT, INCONCLUSIVE, REGRESSION
@@ -44,13 +44,14 @@ def _side(summary: Summary) -> dict[str, Any]:
 
 
 def comparison_json(comparison: Comparison) -> dict[str, Any]:
-    opts = comparison.options
+    opts, critical = comparison.options, comparison.critical
     header = {
         "base": _side(comparison.base), "new": _side(comparison.new), "gate": opts.gate,
         "tolerance": opts.tolerance, "alpha": opts.alpha, "power": opts.power, "seed": opts.seed,
         "resamples": opts.resamples, "cluster": opts.cluster, "unstable_excluded": comparison.unstable_by_group(),
-        "regressions": [f"{r.group} {r.metric}" for r in comparison.regressions],
-        "passed": not comparison.regressions, "verdict": verdict_line(comparison), **comparison.history,
+        "regressions": [f"{r.group} {r.metric}" for r in comparison.regressions], "passed": not comparison.gate_failed,
+        "verdict": critical_verdict(critical, verdict_line(comparison)), **comparison.history,
+        "critical_regressions": [asdict(c) for c in critical],
     }
     return {
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
@@ -187,7 +188,6 @@ def markdown_comment(comparison: Comparison) -> str:
 def emit_comparison(comparison: Comparison, fmt: str, output: str | None = None) -> None:
     if fmt == "html":
         from ragqual.reports.compare import compare_page
-
         emit_page(compare_page(comparison, verdict_line(comparison), _sections(comparison),
                                _text_header(comparison)), output)
     elif fmt == "json":

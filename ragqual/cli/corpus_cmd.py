@@ -1,4 +1,4 @@
-"""`ragqual corpus check|status|ingest|reset|search|migrate`: the corpus, its goldens and its eval points."""
+"""`ragqual corpus check|lock|status|ingest|reset|search|migrate`: the corpus, its goldens and its eval points."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ragqual.app.corpus_ops import (
     reset_eval_points,
     search_corpus,
 )
+from ragqual.cli.corpus_lock import check_locked, lock_cmd
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.core.display import fmt_value
 
@@ -45,15 +46,23 @@ def _shown(path: Any) -> str:
     return display_path(path)
 
 
+corpus_group.add_command(lock_cmd)
+
+
 @corpus_group.command("check")
 @corpus_options
+@click.option("--locked", is_flag=True,
+              help="Also require the files pinned by ragqual.lock.json to be unchanged: exit 1 naming each file "
+                   "added, removed or changed (for CI).")
 @click.pass_obj
-def check_cmd(app: AppContext, corpus_opts: CorpusOptions) -> None:
+def check_cmd(app: AppContext, corpus_opts: CorpusOptions, locked: bool = False) -> None:
     """Validate the corpus and goldens; print counts per tag and split.
 
     Needs no service and writes nothing: every problem found is listed with its file and
     line, and the exit code is 2.
     """
+    if locked:
+        check_locked(app)
     c = check_corpus(app, corpus_opts)
     data = {"corpus": str(c.corpus_dir), "documents": c.documents, "chunks": c.chunks, "goldens": str(c.goldens_dir),
             "questions": c.questions, "tags": c.tags, "splits": c.splits, "warnings": [c.warning] if c.warning else [],

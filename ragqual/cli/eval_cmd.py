@@ -57,16 +57,18 @@ def retrieval_lines(retrieval: RetrievalOutcome) -> str:
 @name_option
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--ollama-host", default=None, metavar="URL")
+@click.option("--failures-only", is_flag=True,
+              help="Print only the failing trials with their measured cause (the report files stay whole).")
 @click.pass_obj
 def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit, tags, name, max_concurrency,
-             ollama_host) -> None:
+             ollama_host, failures_only: bool = False) -> None:
     """The whole evaluation in one command, on embedded defaults (no server, no network)."""
     golden_tags, run_tags = golden_and_run_tags(tags)
     options = EvalOptions(models=tuple(models), repeats=repeats, limit=limit, tags=golden_tags,
                           max_concurrency=max_concurrency, ollama_host=ollama_host, name=name, run_tags=run_tags)
 
     def show_retrieval(retrieval: RetrievalOutcome) -> None:
-        if not app.as_json:  # at once: the generation tier takes much longer
+        if not app.as_json and not failures_only:  # at once: the generation tier takes much longer
             click.echo(retrieval_lines(retrieval) + "\n")
 
     with resumable(app, "generation"):
@@ -91,5 +93,13 @@ def eval_cmd(app: AppContext, corpus_opts: CorpusOptions, models, repeats, limit
         click.echo(json.dumps({"retrieval_run": retrieval.run_id, "generation_run": generation.run_id,
                                "report": str(path), "html": str(html_path), "seconds": round(elapsed, 1)}))
         return
-    click.echo("generation:\n" + mode_table(generation.lines) + "\n\n" + decomposition)
+    if failures_only:
+        from ragqual.app.history_reads import run_info
+        from ragqual.cli.ci_format import failures_document
+        from ragqual.cli.output import emit_document
+
+        title, header, sections = failures_document(app.history(), run_info(app, generation.run_id))
+        emit_document(title, {k: header[k] for k in ("run_id", "failing_trials", "causes")}, sections, "table")
+    else:
+        click.echo("generation:\n" + mode_table(generation.lines) + "\n\n" + decomposition)
     click.echo(f"\nreport: {path}  (page: {html_path})  ({elapsed:.1f} s; `ragqual report --last` and `ragqual history` read it back)")

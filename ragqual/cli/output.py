@@ -19,23 +19,29 @@ from ragqual.core.display import MISSING, fmt_value, is_missing
 FORMATS = ("table", "markdown", "json", "csv")
 
 
-def format_option(default: str = "table", html: bool = False):  # -> click decorator
-    choices = FORMATS + (("html",) if html else ())
+FILE_FORMATS = ("html", "junit", "github")  # formats -o FILE may write
+
+
+def format_option(default: str = "table", html: bool = False, extra: tuple[str, ...] = ()):  # -> click decorator
+    choices = FORMATS + (("html",) if html else ()) + extra
+    more = {"junit": "junit: JUnit XML for CI", "github": "github: a pull-request comment in Markdown"}
+    said = "".join(f"; {more[e]}" for e in extra if e in more)
     return click.option("--format", "fmt", type=click.Choice(choices), default=default, show_default=True,
                         help="Output format (the global --json flag means json; html: one self-contained page, "
-                             "written to -o FILE or printed).")
+                             f"written to -o FILE or printed{said}).")
 
 
 def output_option():  # -> click decorator
     return click.option("-o", "--output", "output", type=click.Path(dir_okay=False), default=None,
-                        help="Write the report to FILE instead of printing it (with --format html).")
+                        help="Write the report to FILE instead of printing it (with --format html, junit or "
+                             "github).")
 
 
 def check_output(fmt: str, output: str | None) -> None:
-    if output is not None and fmt != "html":
+    if output is not None and fmt not in FILE_FORMATS:
         from ragqual.errors import InputError
 
-        raise InputError("-o/--output writes an HTML page: add --format html")
+        raise InputError("-o/--output writes a file: add --format html (or junit, github where offered)")
 
 
 def emit_page(text: str, output: str | None) -> None:

@@ -12,7 +12,8 @@ One golden per line:
      "mustNotInclude": ["distill"], "expectRefusal": false, "tags": ["single-hop"],
      "split": "validation", "relevanceGrades": {"water-boiling": 2}}
 
-`split` and `relevanceGrades` are optional; any other key is an error (usually a typo).
+`split`, `relevanceGrades` and `critical` are optional; `"critical": true` marks a question whose
+regression fails the gate by itself (`ragqual.core.critical`); any other key is an error (usually a typo).
 `mustInclude` / `mustNotInclude` are case-insensitive patterns of the `regex` package,
 compiled here at load by `ragqual.core.textmatch.compile_pattern`, the same function
 (and cache) the answer checks match with later.
@@ -41,7 +42,7 @@ DEFAULT_GRADE = 1
 REQUIRED_FIELDS = (
     "id", "query", "turns", "relevantDocIds", "mustInclude", "mustNotInclude", "expectRefusal", "tags",
 )
-OPTIONAL_FIELDS = ("split", "relevanceGrades")
+OPTIONAL_FIELDS = ("split", "relevanceGrades", "critical")
 ALL_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 _BOM = b"\xef\xbb\xbf"
@@ -68,6 +69,7 @@ class Golden:
     split: str | None = None
     grades: dict[str, int] = field(default_factory=dict, hash=False)  # read-only by convention
     source: str = ""  # "goldens/water.jsonl:12"
+    critical: bool = False  # any regression on it fails the gate (core.critical)
 
     def __post_init__(self) -> None:
         for name in ("turns", "relevant_doc_ids", "must_include", "must_not_include", "tags"):
@@ -99,6 +101,8 @@ class Golden:
         }
         if self.split is not None:
             out["split"] = self.split
+        if self.critical:  # only when set, so the hashes of unmarked goldens never change
+            out["critical"] = True
         return out
 
 
@@ -316,6 +320,7 @@ _TYPE_CHECKS: dict[str, Callable[[str, Any], list[str]]] = {
     "tags": _tags,
     "split": _split,
     "relevanceGrades": _grades,
+    "critical": _boolean,
 }
 
 
@@ -414,6 +419,7 @@ def _build(obj: dict[str, Any], source: str) -> Golden:
         split=obj.get("split"),
         grades=dict(obj.get("relevanceGrades", {})),
         source=source,
+        critical=obj.get("critical") is True,
     )
 
 

@@ -27,6 +27,7 @@ class CaseInfo:
     golden_id: str
     tags: tuple[str, ...]
     relevant_doc_ids: tuple[str, ...]
+    critical: bool = False  # the golden is marked `"critical": true`
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -41,7 +42,7 @@ def _info(case_id: str, slug: str | None, definition: str | None) -> CaseInfo:
     data = data if isinstance(data, dict) else {}
     given: dict[str, Any] = data["input"] if isinstance(data.get("input"), dict) else data  # trial case, or golden itself
     return CaseInfo(case_id, str(slug or case_id), _strings(data.get("tags") or given.get("tags")),
-                    _strings(given.get("relevantDocIds")))
+                    _strings(given.get("relevantDocIds")), given.get("critical") is True)
 
 
 def case_infos(engine: Engine, case_ids: Sequence[str]) -> dict[str, CaseInfo]:
