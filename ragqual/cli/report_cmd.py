@@ -10,10 +10,11 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.failures import failure_rows
+from ragqual.app.pricing import snapshot_ref
 from ragqual.app.run_report import build_report
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head, run_info, unsealed_rows
-from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
+from ragqual.cli.output import (check_output, pricing_snapshot_option, emit_document, emit_page, format_option, output_format, output_option,
                                 warn_unsealed)
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.records import RunInfo
@@ -59,9 +60,10 @@ def _verdict_words(engine: Engine, info: RunInfo) -> str | None:
 @click.option("--failures", is_flag=True,
               help="List every failing trial: which assertion failed and why, and the measured cause "
                    "(missed document, fact not in the injected chunks, out-of-corpus answered, near-miss, model).")
+@pricing_snapshot_option
 @click.pass_obj
 def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str, output: str | None,
-               scorer_name: str, scorer_version: int | None, failures: bool) -> None:
+               scorer_name: str, scorer_version: int | None, failures: bool, pricing_snapshot: str | None) -> None:
     """Summarise one run from the history: metrics per group, pass rate, unstable questions, cost."""
     check_output(fmt, output)
     info = run_info(app, run_id, last)
@@ -75,7 +77,8 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
             return
         emit_document(*document, output_format(fmt, app.as_json))
         return
-    report = build_report(app.history(), info, by, scorer_name, scorer_version)
+    report = build_report(app.history(), info, by, scorer_name, scorer_version,
+                          snapshot_ref(app.history(), pricing_snapshot))
     if fmt == "html":
         from ragqual.app.whatif_run import page_whatif
         from ragqual.reports.run import run_page

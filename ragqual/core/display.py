@@ -33,7 +33,7 @@ DELTA_D3 = f"+.{RATE_DIGITS}f"
 P_D3 = f".{P_DIGITS}f"
 
 P_COLUMNS = frozenset({"p_value", "p_adjusted", "p"})
-COST_COLUMNS = frozenset({"cost", "total_cost"})
+COST_COLUMNS = frozenset({"cost", "total_cost", "cost_per_pass"})
 COUNT_COLUMNS = frozenset({
     "n", "b", "c", "trials", "questions", "queries", "errors", "unstable", "repeats", "passed", "wins", "ties",
     "losses", "clusters", "tokens_in", "tokens_out", "prompt_tokens", "completion_tokens", "cache_hits",
