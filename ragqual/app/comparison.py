@@ -129,6 +129,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     history: dict[str, str] = field(default_factory=dict)  # the history head, when a side was read from it
     differences: list[str] = field(default_factory=list)  # the two runs' settings that differ
+    costs: Any = None  # pd.DataFrame: cost per variant of both runs (ragqual.app.pricing.compare_costs)
 
     @property
     def regressions(self) -> list[MetricComparison]:

@@ -94,6 +94,22 @@ def cost_frame(costs: Sequence[VariantCost]) -> pd.DataFrame:
                          for c in costs], columns=COST_COLUMNS)
 
 
+def compare_costs(base: Sequence[VariantCost], new: Sequence[VariantCost]) -> pd.DataFrame:
+    """Cost and cost per passing answer of each variant in BASE and NEW, side by side."""
+    import pandas as pd
+
+    b, n = {c.variant: c for c in base}, {c.variant: c for c in new}
+    rows = []
+    for variant in dict.fromkeys([*b, *n]):
+        x, y = b.get(variant), n.get(variant)
+        currencies = dict.fromkeys(c.currency for c in (x, y) if c is not None and c.currency)
+        rows.append({"variant": variant, "cost (base)": x.total if x else None, "cost (new)": y.total if y else None,
+                     "cost_per_pass (base)": x.per_pass if x else None,
+                     "cost_per_pass (new)": y.per_pass if y else None, "currency": " -> ".join(currencies) or None})
+    return pd.DataFrame(rows, columns=["variant", "cost (base)", "cost (new)", "cost_per_pass (base)",
+                                       "cost_per_pass (new)", "currency"])
+
+
 def pricing_note(engine: Engine, run_id: int, snapshot: int | None) -> str:
     """Which prices a report shows: the pinned snapshot, or each trial's newest, and the run's snapshots."""
     snaps = run_snapshots(engine, run_id)

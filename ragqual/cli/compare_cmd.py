@@ -9,6 +9,8 @@ the chosen gate finds a regression: `--gate stats` (the default) on a `regressio
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
 from ragqual.app.comparison import (
@@ -18,15 +20,30 @@ from ragqual.app.comparison import (
     DEFAULT_TOLERANCE,
     GATES,
     Options,
+    Comparison,
     compare_sources,
 )
 from ragqual.app.context import AppContext
+from ragqual.app.pricing import compare_costs, snapshot_ref, variant_cost_rows
 from ragqual.cli.compare_format import emit_comparison, verdict_line
-from ragqual.cli.output import check_output, format_option, output_format, output_option, warn_unsealed
+from ragqual.cli.output import (check_output, format_option, output_format, output_option, pricing_snapshot_option,
+                                warn_unsealed)
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
 from ragqual.errors import GateFailed
+
+
+def with_costs(app: AppContext, comparison: Comparison, scorer_name: str, scorer_version: int | None,
+               pricing_snapshot: str | None) -> Comparison:
+    """The comparison with both runs' cost per variant (when both sides are runs of the history)."""
+    sides = (comparison.base, comparison.new)
+    if any(s.run_id is None or not s.source.startswith("run ") for s in sides):
+        return comparison
+    engine = app.history()
+    snap = snapshot_ref(engine, pricing_snapshot)
+    base, new = (variant_cost_rows(engine, int(s.run_id), scorer_name, scorer_version, snap) for s in sides)
+    return replace(comparison, costs=compare_costs(base, new))
 
 
 @click.command("compare", epilog="BASE and NEW take `RUN_ID`, `RUN_ID:GROUP`, `FILE` or `FILE:GROUP`; when both "
@@ -63,16 +80,18 @@ from ragqual.errors import GateFailed
                    "and print what differs (baseline files keep the fingerprint rule).")
 @format_option(html=True)
 @output_option()
+@pricing_snapshot_option
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                across_configs: bool, fmt: str, output: str | None) -> None:
+                across_configs: bool, fmt: str, output: str | None, pricing_snapshot: str | None) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
     check_output(fmt, output)
     options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
                       across_configs)
     comparison = compare_sources(app, base, new, options, scorer_name, scorer_version, allow_incomplete)
+    comparison = with_costs(app, comparison, scorer_name, scorer_version, pricing_snapshot)
     warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
                    if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
     emit_comparison(comparison, output_format(fmt, app.as_json), output)

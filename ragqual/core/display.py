@@ -59,7 +59,7 @@ def unit_of(column: str) -> str:
         return "p"
     if name.endswith(("_ms", "Ms", " ms")):
         return "ms"
-    if name in COST_COLUMNS:
+    if name in COST_COLUMNS or name.split(" (")[0] in COST_COLUMNS:
         return "cost"
     if name in COUNT_COLUMNS or name.split(" (")[0] in COUNT_COLUMNS:
         return "count"
