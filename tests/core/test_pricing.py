@@ -72,7 +72,7 @@ def test_the_snapshot_body_ignores_where_the_list_came_from() -> None:
     (GOOD.replace('currency = "EUR"', 'currency = "euro"'), "pricing.toml:13: currency must be a three-letter"),
     (GOOD.replace('date = "2026-11-30"', 'date = "last week"'), "pricing.toml:14: date must be a date"),
     (GOOD.replace('note = "electricity"', "watts = 300"), "pricing.toml:15: model 2 ('ollama:*'): unknown key 'watts'"),
-    (GOOD.replace("ollama:qwen*", "ollama:*"), "pricing.toml:18: model 3 ('ollama:*'): 'ollama:*' is already priced by model 2"),
+    (GOOD.replace("ollama:qwen*", "ollama:*"), "pricing.toml:18: model 3: 'ollama:*' is already priced by model 2"),
     ("vendor = 1\n" + GOOD, "pricing.toml:1: unknown key 'vendor'"),
     (GOOD.replace('currency = "USD"\n', ""), "pricing.toml:3: model 1 ('openai:gpt-4o-mini'): no currency"),
     (GOOD.replace("date = 2026-12-01\n", ""), "pricing.toml:3: model 1 ('openai:gpt-4o-mini'): no date"),
