@@ -15,7 +15,9 @@ def filled(store_head_url):
     """A history with at least one row in every history table; yields its URL."""
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
-    add_trial(store, run)
+    trial = add_trial(store, run)
+    snapshot, _ = store.intern_pricing_snapshot({"models": []})
+    store.append_costs(run, snapshot, [(trial, None, None)])
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
