@@ -167,3 +167,28 @@ def test_compare_shows_both_runs_cost(project, capsys):
     assert json.loads(out)["costs"][0]["cost (new)"] == pytest.approx(new_total)
     code, out, _ = ragqual(["compare", "1", "2", "--format", "html"], capsys)
     assert "cost per variant" in out
+
+
+def test_matrix_shows_cost_per_variant_and_per_pass(workdir, capsys):
+    """A generation run priced by the project's pricing.toml: the capability table's cost lines."""
+    (workdir / "pricing.toml").write_text(PRICES, encoding="utf-8")
+    try:
+        code, out, err = ragqual(["matrix", "--models", "mock", "--limit", "2"], capsys)
+        assert code == 0, err
+        run_id = int(out.strip().splitlines()[-1].split()[1].rstrip(";"))
+        db = workdir / "eval-results" / "eval.db"
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT t.prompt_tokens, t.completion_tokens, s.perfect FROM trials t JOIN trial_scores s "
+                           f"ON s.trial_id = t.id WHERE t.run_id = {run_id}").fetchall()
+        con.close()
+        total = sum(p * 1000 + c * 2000 for p, c, _ in rows) / 1e6
+        passing = sum(1 for *_, ok in rows if ok)
+        cells = cost_line(out, "cost per variant (all modes")
+        assert cells[:5] == ["mock", str(len(rows)), str(passing), str(len(rows)), money(total)]
+        assert cells[6] == "USD"
+        code, again, _ = ragqual(["matrix", "--run", str(run_id), "--format", "html"], capsys)
+        assert code == 0 and "cost per variant" in again
+        code, data, _ = ragqual(["--json", "matrix", "--run", str(run_id)], capsys)
+        assert json.loads(data)["costs"][0]["cost"] == pytest.approx(total)
+    finally:
+        (workdir / "pricing.toml").unlink()
