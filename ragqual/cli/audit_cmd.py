@@ -154,7 +154,7 @@ def _price_lines(prices: list[dict[str, Any]]) -> list[str]:
         how = (f"{p['match']!r}: {p['input']:g} in / {p['output']:g} out per million tokens, {p['currency'] or '-'}, "
                f"dated {p['price_date']}" if p["match"] is not None else "no entry prices this model")
         lines.append(f"  {p['created_at']}  snapshot {p['snapshot_id']} ({p['snapshot_sha256'][:12]})  "
-                     f"cost {_num(p['cost'], 'cost')} {p['currency'] or ''}".rstrip() + f"  ({how})")
+                     f"cost {'-' if p['cost'] is None else format(p['cost'], '.6g')} {p['currency'] or ''}".rstrip() + f"  ({how})")
     return lines
 
 
