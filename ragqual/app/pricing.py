@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
@@ -108,6 +108,19 @@ def compare_costs(base: Sequence[VariantCost], new: Sequence[VariantCost]) -> pd
                      "cost_per_pass (new)": y.per_pass if y else None, "currency": " -> ".join(currencies) or None})
     return pd.DataFrame(rows, columns=["variant", "cost (base)", "cost (new)", "cost_per_pass (base)",
                                        "cost_per_pass (new)", "currency"])
+
+
+def cost_sections(costs: pd.DataFrame | None) -> list[tuple[str, pd.DataFrame]]:
+    """The comparison's cost table as a report section (none when a side is not a run)."""
+    return [] if costs is None else [("cost per variant (BASE -> NEW; per passing answer; - = unpriced)", costs)]
+
+
+def cost_records(costs: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """A cost table as JSON objects (None for a missing value)."""
+    if costs is None:
+        return []
+    return [{str(k): v for k, v in row.items()} for row in costs.astype(object).where(costs.notna(), None)
+            .to_dict(orient="records")]
 
 
 def pricing_note(engine: Engine, run_id: int, snapshot: int | None) -> str:

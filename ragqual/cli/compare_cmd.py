@@ -37,12 +37,12 @@ from ragqual.errors import GateFailed
 def with_costs(app: AppContext, comparison: Comparison, scorer_name: str, scorer_version: int | None,
                pricing_snapshot: str | None) -> Comparison:
     """The comparison with both runs' cost per variant (when both sides are runs of the history)."""
-    sides = (comparison.base, comparison.new)
-    if any(s.run_id is None or not s.source.startswith("run ") for s in sides):
+    runs = [s.run_id for s in (comparison.base, comparison.new) if s.run_id is not None and s.source.startswith("run ")]
+    if len(runs) != 2:
         return comparison
     engine = app.history()
     snap = snapshot_ref(engine, pricing_snapshot)
-    base, new = (variant_cost_rows(engine, int(s.run_id), scorer_name, scorer_version, snap) for s in sides)
+    base, new = (variant_cost_rows(engine, int(r), scorer_name, scorer_version, snap) for r in runs)
     return replace(comparison, costs=compare_costs(base, new))
 
 

@@ -56,9 +56,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
         "tags": [row_object(r) for r in comparison.tag_rows], "flips": [asdict(f) for f in comparison.flips],
         "unstable": [asdict(u) for u in comparison.unstable], "notes": comparison.notes,
-        "differences": comparison.differences,
-        "costs": [] if comparison.costs is None else
-        comparison.costs.astype(object).where(comparison.costs.notna(), None).to_dict(orient="records"),
+        "differences": comparison.differences, "costs": comparison.cost_records(),
     }
 
 
@@ -168,9 +166,7 @@ def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
                          metrics_frame(comparison.tag_rows, with_tag=True)))
     sections += [("flips", flips_frame(comparison)), ("flips by tag", flips_by_tag_frame(comparison)),
                  ("unstable", unstable_frame(comparison))]
-    if comparison.costs is not None:
-        sections.append(("cost per variant (BASE -> NEW; per passing answer; - = unpriced)", comparison.costs))
-    return sections
+    return sections + comparison.cost_sections()
 
 
 def markdown_comment(comparison: Comparison) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
-from ragqual.app.pricing import cost_frame, snapshot_ref, variant_cost_rows
+from ragqual.app.pricing import cost_frame, cost_records, snapshot_ref, variant_cost_rows
 from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
@@ -88,7 +88,7 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
                                          snapshot=snapshot_ref(app.history(), pricing_snapshot)))
     if app.as_json:
         click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines],
-                               "costs": costs.astype(object).where(costs.notna(), None).to_dict(orient="records")},
+                               "costs": cost_records(costs)},
                               indent=2))
         return
     if fmt == "html":

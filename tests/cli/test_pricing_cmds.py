@@ -88,6 +88,8 @@ def test_a_run_snapshots_the_list_and_report_shows_cost_per_variant_and_per_pass
     code, out, _ = ragqual(["--json", "report", "1"], capsys)
     costs = json.loads(out)["cost per variant"]
     assert costs[0]["cost"] == pytest.approx(total) and costs[0]["cost_per_pass"] == pytest.approx(per_pass)
+    code, page, _ = ragqual(["report", "1", "--format", "html"], capsys)
+    assert code == 0 and "cost per variant" in page and "cost_per_pass" in page and money(total) in page
 
 
 def test_reprice_appends_reports_read_the_newest_unless_pinned_and_audit_lists_both(project, capsys):
