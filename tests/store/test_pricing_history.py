@@ -128,3 +128,30 @@ def test_a_cost_row_inserted_outside_ragqual_is_not_read(priced):
     engine = RunStore.open(url).engine
     assert trial_costs(engine, run)[trials[0]].cost == pytest.approx(OLD_COST)
     assert [(f.kind, f.table) for f in verify(engine).findings] == [("inserted", "trial_costs")]
+
+
+def test_run_reprice_and_pinned_report_through_the_cli(store_url, tmp_path, monkeypatch, capsys):
+    """The commands on this backend: a run priced by the project's pricing.toml, a reprice, the
+    report reading the newest and the pinned snapshot, and verify after the reprice."""
+    from ragqual.cli.main import main
+
+    def ragqual(*args: str) -> str:
+        with pytest.raises(SystemExit) as caught:
+            main(["--db", store_url, *args])
+        out, err = capsys.readouterr()
+        assert caught.value.code == 0, err
+        return out
+
+    def cost_cells(out: str) -> list[str]:
+        return out[out.index("cost per variant"):].splitlines()[2].split()
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "pricing.toml").write_text(OLD.replace('"mock*"', '"mock"'), encoding="utf-8")
+    (tmp_path / "new.toml").write_text(NEW.replace('"mock:mock"', '"mock"'), encoding="utf-8")
+    ragqual("run", "--subject", "sentiment", "--model", "mock", "--trial-count", "1")
+    assert cost_cells(ragqual("report", "1"))[-1] == "USD"
+    assert "priced 15 of 15 trial(s) under snapshot 2" in ragqual("reprice", "1", "--pricing", "new.toml")
+    assert cost_cells(ragqual("report", "1"))[-1] == "EUR"
+    assert cost_cells(ragqual("report", "1", "--pricing-snapshot", "1"))[-1] == "USD"
+    assert "0 unsealed" in ragqual("verify")
