@@ -22,9 +22,11 @@ DEFAULTS: dict[str, Any] = {
     "query_prefix": "",
 }
 
-OPTIONAL = ("db", "qdrant_url", "glossary")
+OPTIONAL = ("db", "qdrant_url", "glossary", "pricing", "pricing_file")
 """Keys of `[tool.ragqual]` with no default: `glossary` names the acronym glossary file of the
-project's corpus (none: no query is expanded)."""
+project's corpus (none: no query is expanded); `pricing_file` names the price list (default
+`pricing.toml` beside pyproject.toml), or the `[tool.ragqual.pricing]` table holds it
+(ragqual.core.pricing)."""
 
 
 def load_pyproject_settings(root: Path) -> dict[str, Any]:

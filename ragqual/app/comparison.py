@@ -31,6 +31,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from ragqual.errors import InputError
 from ragqual.store.case_reads import CaseInfo, case_infos
 from ragqual.store.runstore import RunStore
 from ragqual.store.summaries import GroupSummary, Summary, load_baseline
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_TOLERANCE = 0.02
 DEFAULT_RESAMPLES = 10_000
@@ -131,6 +135,17 @@ class Comparison:
     history: dict[str, str] = field(default_factory=dict)  # the history head, when a side was read from it
     differences: list[str] = field(default_factory=list)  # the two runs' settings that differ
     critical: list[CriticalRegression] = field(default_factory=list)  # regressions on critical goldens
+    costs: pd.DataFrame | None = None  # cost per variant of both runs (ragqual.app.pricing.compare_costs)
+
+    def cost_sections(self) -> list[tuple[str, pd.DataFrame]]:
+        from ragqual.app.pricing import cost_sections
+
+        return cost_sections(self.costs)
+
+    def cost_records(self) -> list[dict[str, Any]]:
+        from ragqual.app.pricing import cost_records
+
+        return cost_records(self.costs)
 
     @property
     def regressions(self) -> list[MetricComparison]:

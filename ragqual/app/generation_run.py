@@ -18,6 +18,7 @@ from ragqual.app.resume import generation_resume_plan
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select
 from ragqual.core.runlabel import RunLabel, run_label
+from ragqual.app.pricing import prices_in_force
 from ragqual.engine import loop
 from ragqual.engine.services import ensure_available, services_for
 from ragqual.engine.subject import Variant
@@ -88,6 +89,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
     """One generation run over `goldens` (resuming run `resume` when given), appended to the
     history with its `label` (name, tags) in its params; a resumed run keeps the label it has."""
     check_servers(app, models, ollama_host)  # before the ingest and before any run is recorded
+    prices = prices_in_force(app.settings).prices  # a bad price list too
     config = config.with_glossary(corpus.glossary)
     subject = rag_subject(corpus, goldens, config, options)
     if "e2e" in modes:
@@ -99,7 +101,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
               "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode, **label.as_params()}
     outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
                        repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
-                       argv=sys.argv, params=params, progress=progress)
+                       argv=sys.argv, params=params, progress=progress, pricing=prices)
     names = [v.name for v in variants]
     lines = sorted(mode_lines(app.store().engine, outcome.run_id),
                    key=lambda ln: (names.index(ln.variant) if ln.variant in names else 99,

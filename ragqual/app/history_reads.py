@@ -3,6 +3,7 @@ write in the history, each behind one call that opens it: the CLI formats what c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -10,12 +11,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine
+
 from ragqual.app.context import AppContext
 from ragqual.app.gates import gated_summary
+from ragqual.core.pricing import price_list_from_canonical
 from ragqual.core.published_head import HEAD_KEY, PublishedHead, find_head
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
 from ragqual.store import db, trial_reads
+from ragqual.store.cost_reads import cost_history, snapshot, variant_uri
 from ragqual.store.records import RunInfo
 from ragqual.store.summaries import Summary, write_baseline
 from ragqual.store.trial_reads import AssertionDefRow, Scoring, TrialDetail
@@ -67,7 +72,20 @@ def audit_dict(engine: Any, run: RunInfo, trial_id: int) -> dict[str, Any]:
 def trial_audit(app: AppContext, trial_id: int) -> dict[str, Any]:
     engine = app.history()
     detail = trial_reads.trial_detail(engine, trial_id)
-    return audit_dict(engine, app.store(auto_create=False).get_run(detail.run_id), trial_id)
+    data = audit_dict(engine, app.store(auto_create=False).get_run(detail.run_id), trial_id)
+    return {**data, "prices": price_history(engine, trial_id, variant_uri(json.dumps(detail.variant_config),
+                                                                          detail.provider, detail.model))}
+
+
+def price_history(engine: Engine, trial_id: int, uri: str) -> list[dict[str, Any]]:
+    """Every price a trial has had, oldest first: the cost row, its snapshot and the entry that priced it."""
+    out = []
+    for row in cost_history(engine, trial_id):
+        entry = price_list_from_canonical(snapshot(engine, row.snapshot_id).body).price_for(uri)
+        out.append({**asdict(row), "match": entry.match if entry else None,
+                    "input": entry.input if entry else None, "output": entry.output if entry else None,
+                    "price_date": entry.date if entry else None})
+    return out
 
 
 @dataclass

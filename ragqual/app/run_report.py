@@ -20,12 +20,14 @@ from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
+from ragqual.app.pricing import cost_frame, pricing_note, variant_cost_rows
 from ragqual.app.run_changes import changes_since_previous
 from ragqual.core.display import brief_params
 from ragqual.core.metric_names import display_order
 from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
+from ragqual.store.cost_reads import trial_costs
 from ragqual.store.records import RunInfo
 from ragqual.store.sealed_rows import unsealed_counts, unsealed_warning
 from ragqual.store.summaries import run_header
@@ -61,7 +63,7 @@ def group_keys(by: Sequence[str], retrieval: bool) -> list[str]:
 
 def build_report(
     engine: Engine, info: RunInfo, by: Sequence[str] = (), scorer_name: str = SCORER_NAME,
-    scorer_version: int | None = None,
+    scorer_version: int | None = None, pricing_snapshot: int | None = None,
 ) -> Report:
     trials = trial_frame(engine, info.id, scorer_name, scorer_version)
     metrics = metric_frame(engine, info.id, scorer_version)
@@ -79,8 +81,14 @@ def build_report(
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
         return _with_changes(engine, info, Report(title, header, [("metrics", table)], notes))
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
+    costs = trial_costs(engine, info.id, pricing_snapshot)
+    trials["cost"] = trials["trial_id"].map(lambda t: costs[t].cost if t in costs else None).astype(float)
+    header["pricing"] = pricing_note(engine, info.id, pricing_snapshot)
     report = _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
-    return _with_changes(engine, info, Report(report.title, report.header, report.sections, [*report.notes, *notes]))
+    cost = ("cost per variant", cost_frame(variant_cost_rows(engine, info.id, scorer_name, scorer_version,
+                                                             pricing_snapshot)))
+    return _with_changes(engine, info, Report(report.title, report.header, [*report.sections, cost],
+                                              [*report.notes, *notes]))
 
 
 def _with_changes(engine: Engine, info: RunInfo, report: Report) -> Report:

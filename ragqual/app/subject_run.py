@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ragqual.app.context import AppContext
 from ragqual.app.resume import given_label_flags, refuse_conflicts, subject_resume_flags
 from ragqual.core.runlabel import run_label
+from ragqual.app.pricing import prices_in_force
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary, summarise_run
 from ragqual.engine.cases import select_by_slugs
@@ -60,12 +61,13 @@ def run_subject(app: AppContext, options: SubjectRunOptions,
     """Plan, run every trial into the history, and summarise the run per variant."""
     label = run_label(options.name, options.run_tags)
     subject, plan = plan_run(app, options)
+    prices = prices_in_force(app.settings).prices  # a bad price list is refused before the run starts
     store = app.store()
     outcome = loop.run(
         subject, plan.variants, plan.cases, store=store,
         services=services_for(subject, app.response_cache(), ollama_host=options.ollama_host),
         modes=plan.modes, repeats=plan.repeats, max_concurrency=options.max_concurrency,
-        resume_run_id=options.resume, progress=progress,
+        resume_run_id=options.resume, progress=progress, pricing=prices,
         params={**({"ollama_host": options.ollama_host} if options.ollama_host else {}), **label.as_params()},
     )
     return outcome, summarise_run(store.engine, outcome.run_id)

@@ -147,6 +147,17 @@ def _score_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _price_lines(prices: list[dict[str, Any]]) -> list[str]:
+    """Every price the trial has had (one row per pricing: the run's, then each reprice)."""
+    lines = [f"prices over time ({len(prices)} cost row(s), oldest first; reports read the newest)"]
+    for p in prices:
+        how = (f"{p['match']!r}: {p['input']:g} in / {p['output']:g} out per million tokens, {p['currency'] or '-'}, "
+               f"dated {p['price_date']}" if p["match"] is not None else "no entry prices this model")
+        lines.append(f"  {p['created_at']}  snapshot {p['snapshot_id']} ({p['snapshot_sha256'][:12]})  "
+                     f"cost {'-' if p['cost'] is None else format(p['cost'], '.6g')} {p['currency'] or ''}".rstrip() + f"  ({how})")
+    return lines
+
+
 @click.command("audit")
 @click.argument("trial_id", type=int)
 @click.pass_obj
@@ -157,6 +168,6 @@ def audit_cmd(app: AppContext, trial_id: int) -> None:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
         return
     t = data["trial"]
-    lines = [*_headline_lines(trial_id, data), "", *_score_lines(data), "", *_case_lines(t, data["assertion_defs"]),
-             *_trial_lines(t), "", *_run_lines(data)]
+    lines = [*_headline_lines(trial_id, data), "", *_score_lines(data), "", *_price_lines(data.get("prices", [])), "",
+             *_case_lines(t, data["assertion_defs"]), *_trial_lines(t), "", *_run_lines(data)]
     click.echo("\n".join(lines))

@@ -11,32 +11,48 @@ gate when a golden marked `"critical": true` regressed (`ragqual.core.critical`)
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import click
 
+from pathlib import Path
+
+from ragqual.app.ci_checks import baseline_staleness, failure_causes
 from ragqual.app.comparison import (
     CLUSTERINGS,
     DEFAULT_POWER,
     DEFAULT_RESAMPLES,
     DEFAULT_TOLERANCE,
     GATES,
+    Comparison,
     Options,
     compare_sources,
 )
-from pathlib import Path
-
-from ragqual.app.ci_checks import baseline_staleness, failure_causes
-from ragqual.app.comparison import Comparison, source_label as who
+from ragqual.app.comparison import source_label as who
 from ragqual.app.context import AppContext
+from ragqual.app.pricing import compare_costs, snapshot_ref, variant_cost_rows
 from ragqual.cli.ci_format import comparison_junit, failures_only_sections, github_comment
 from ragqual.cli.compare_format import emit_comparison, verdict_line
 from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
-                                warn_unsealed)
+                                pricing_snapshot_option, warn_unsealed)
 from ragqual.core.critical import critical_verdict
 from ragqual.core.staleness import DEFAULT_STALE_AFTER, StaleAfter, parse_stale_after
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
 from ragqual.errors import GateFailed
+
+
+def with_costs(app: AppContext, comparison: Comparison, scorer_name: str, scorer_version: int | None,
+               pricing_snapshot: str | None) -> Comparison:
+    """The comparison with both runs' cost per variant (when both sides are runs of the history)."""
+    runs = [s.run_id for s in (comparison.base, comparison.new) if s.run_id is not None and s.source.startswith("run ")]
+    if len(runs) != 2:
+        return comparison
+    engine = app.history()
+    snap = snapshot_ref(engine, pricing_snapshot)
+    base, new = (variant_cost_rows(engine, int(r), scorer_name, scorer_version, snap) for r in runs)
+    return replace(comparison, costs=compare_costs(base, new))
 
 
 @click.command("compare", epilog="BASE and NEW take `RUN_ID`, `RUN_ID:GROUP`, `FILE` or `FILE:GROUP`; when both "
@@ -79,17 +95,20 @@ from ragqual.errors import GateFailed
 @click.option("--failures-only", is_flag=True,
               help="Show only what regressed: failing metrics, critical goldens, questions that flipped to fail "
                    "(with their measured cause when NEW is a run).")
+@pricing_snapshot_option
 @click.pass_obj
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                across_configs: bool, fmt: str, output: str | None, stale_after: str, failures_only: bool) -> None:
+                across_configs: bool, fmt: str, output: str | None, stale_after: str, failures_only: bool,
+                pricing_snapshot: str | None) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
     check_output(fmt, output)
     limit = parse_stale_after(stale_after)
     options = Options(gate, tolerance, alpha, power, metrics, every_metric, seed, resamples, cluster, by_tag,
                       across_configs)
     comparison = compare_sources(app, base, new, options, scorer_name, scorer_version, allow_incomplete)
+    comparison = with_costs(app, comparison, scorer_name, scorer_version, pricing_snapshot)
     warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
                    if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
     fmt = output_format(fmt, app.as_json)

@@ -57,7 +57,7 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
         "header": header, "metrics": [row_object(r) for r in comparison.rows],
         "tags": [row_object(r) for r in comparison.tag_rows], "flips": [asdict(f) for f in comparison.flips],
         "unstable": [asdict(u) for u in comparison.unstable], "notes": comparison.notes,
-        "differences": comparison.differences,
+        "differences": comparison.differences, "costs": comparison.cost_records(),
     }
 
 
@@ -167,7 +167,7 @@ def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
                          metrics_frame(comparison.tag_rows, with_tag=True)))
     sections += [("flips", flips_frame(comparison)), ("flips by tag", flips_by_tag_frame(comparison)),
                  ("unstable", unstable_frame(comparison))]
-    return sections
+    return sections + comparison.cost_sections()
 
 
 def markdown_comment(comparison: Comparison) -> str:

@@ -9,11 +9,12 @@ import pandas as pd
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
+from ragqual.app.pricing import cost_frame, cost_records, snapshot_ref, variant_cost_rows
 from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import name_option, refuse_label, run_tag_option, run_tags_only
-from ragqual.cli.output import check_output, emit_page, output_option
+from ragqual.cli.output import check_output, emit_frame, emit_page, output_option, pricing_snapshot_option
 from ragqual.cli.progress import fmt3, progress_printer
 from ragqual.core.display import MISSING
 from ragqual.errors import InputError
@@ -60,9 +61,10 @@ def markdown_frame(table: str) -> pd.DataFrame:
 @output_option()
 @name_option
 @run_tag_option
+@pricing_snapshot_option
 @click.pass_obj
 def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, repeats, ollama_host, num_predict,
-               scorer_version, allow_incomplete, fmt, output, name, run_tags) -> None:
+               scorer_version, allow_incomplete, fmt, output, name, run_tags, pricing_snapshot) -> None:
     """Capability table of several models: the artefact to look up when someone reports a bad answer."""
     check_output(fmt, output)
     if (models is None) == (run_id is None):
@@ -82,19 +84,25 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
             result = generation_tier(app, corpus_opts, options, progress_printer(app, "generation"))
         run_id = result.run_id
         lines = stored_mode_lines(app, run_id, scorer_version, True)[0] if scorer_version else result.lines
+    costs = cost_frame(variant_cost_rows(app.history(), run_id, scorer_version=scorer_version,
+                                         snapshot=snapshot_ref(app.history(), pricing_snapshot)))
     if app.as_json:
-        click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines]}, indent=2))
+        click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines],
+                               "costs": cost_records(costs)},
+                              indent=2))
         return
     if fmt == "html":
         from ragqual.reports.matrix import matrix_page
 
         emit_page(matrix_page(lines, modes, run_id, markdown_frame(capability_table(lines, modes)), flag,
-                              history_head(app.history())), output)
+                              history_head(app.history()), costs), output)
         return
     table = capability_table(lines, modes)
     if flag:
         table = "\n".join(f"{row} {flag}" if row.startswith("| ") and not row.startswith("| model") else row
                           for row in table.splitlines())
     click.echo(table)
+    click.echo("\ncost per variant (all modes; per passing answer; - = unpriced):")
+    emit_frame(costs, "table")
     click.echo(f"\nrun {run_id}; a user's model scoring near its row is at its ceiling, well below it is worth "
                "investigating (their config or our code)")

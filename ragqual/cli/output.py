@@ -37,6 +37,11 @@ def output_option():  # -> click decorator
                              "github).")
 
 
+pricing_snapshot_option = click.option(
+    "--pricing-snapshot", "pricing_snapshot", metavar="ID|HASH", default=None,
+    help="Show costs under this pricing snapshot (its id or a sha256 prefix) instead of each trial's newest.")
+
+
 def check_output(fmt: str, output: str | None) -> None:
     if output is not None and fmt not in FILE_FORMATS:
         from ragqual.errors import InputError

@@ -9,12 +9,13 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.ci_checks import run_junit_cases
-from ragqual.app.run_report import build_report
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import run_info, unsealed_rows
+from ragqual.app.pricing import snapshot_ref
+from ragqual.app.run_report import build_report
 from ragqual.cli.ci_format import failures_document
 from ragqual.cli.output import (check_output, emit_document, emit_page, format_option, output_format, output_option,
-                                warn_unsealed)
+                                pricing_snapshot_option, warn_unsealed)
 from ragqual.core.junit import junit_xml
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.records import RunInfo
@@ -75,9 +76,11 @@ def emit_junit(app: AppContext, info: RunInfo, output: str | None, failures_only
 @click.option("--failures-only", is_flag=True,
               help="Show only what failed, with its cause (for CI logs): the failing trials as --failures lists "
                    "them; for a retrieval run the questions that hit nothing in the top 5.")
+@pricing_snapshot_option
 @click.pass_obj
 def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, ...], fmt: str, output: str | None,
-               scorer_name: str, scorer_version: int | None, failures: bool, failures_only: bool) -> None:
+               scorer_name: str, scorer_version: int | None, failures: bool, failures_only: bool,
+               pricing_snapshot: str | None) -> None:
     """Summarise one run from the history: metrics per group, pass rate, unstable questions, cost."""
     check_output(fmt, output)
     info = run_info(app, run_id, last)
@@ -98,7 +101,8 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
             return
         emit_document(*document, output_format(fmt, app.as_json))
         return
-    report = build_report(app.history(), info, by, scorer_name, scorer_version)
+    report = build_report(app.history(), info, by, scorer_name, scorer_version,
+                          snapshot_ref(app.history(), pricing_snapshot))
     if fmt == "html":
         from ragqual.app.whatif_run import page_whatif
         from ragqual.reports.run import run_page

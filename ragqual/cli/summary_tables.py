@@ -8,8 +8,24 @@ import click
 import pandas as pd
 
 from ragqual.cli.output import emit_frame
-from ragqual.core.display import fmt_ms, fmt_rate, fmt_value
+from ragqual.core.display import MISSING, fmt_ms, fmt_rate, fmt_value
+from ragqual.core.pricing import VariantCost
 from ragqual.engine.aggregate import RunSummary
+
+
+def cost_cells(cost: VariantCost | None) -> dict[str, str]:
+    """A variant's cost, cost per passing answer and currency as a person reads them (`-`: unpriced)."""
+    if cost is None:
+        return {"cost": MISSING, "cost_per_pass": MISSING, "currency": MISSING}
+    return {"cost": fmt_value(cost.total, "cost"), "cost_per_pass": fmt_value(cost.per_pass, "cost"),
+            "currency": cost.currency or MISSING}
+
+
+def cost_values(cost: VariantCost | None) -> dict[str, Any]:
+    """The same, raw, for JSON."""
+    if cost is None:
+        return {"cost": None, "cost_per_pass": None, "currency": None}
+    return {"cost": cost.total, "cost_per_pass": cost.per_pass, "currency": cost.currency}
 
 
 def summary_frame(summary: RunSummary) -> pd.DataFrame:
@@ -20,7 +36,7 @@ def summary_frame(summary: RunSummary) -> pd.DataFrame:
         rows.append({
             "variant": v.variant, "trials": a.trials, "mean_score": fmt_rate(a.mean_score),
             "pass_rate": fmt_rate(a.pass_rate), "p50_ms": fmt_ms(a.latency_p50_ms),
-            "p95_ms": fmt_ms(a.latency_p95_ms), "cost": fmt_value(a.total_cost, "cost"),
+            "p95_ms": fmt_ms(a.latency_p95_ms), **cost_cells(v.cost),
             "cache_hits": v.cache_hits, "errors": v.errors,
         })
     return pd.DataFrame(rows)
@@ -33,7 +49,7 @@ def summary_dict(summary: RunSummary) -> dict[str, Any]:
         "variants": [
             {"variant": v.variant, "trials": v.aggregate.trials, "mean_score": v.aggregate.mean_score,
              "pass_rate": v.aggregate.pass_rate, "latency_p50_ms": v.aggregate.latency_p50_ms,
-             "latency_p95_ms": v.aggregate.latency_p95_ms, "cost": v.aggregate.total_cost,
+             "latency_p95_ms": v.aggregate.latency_p95_ms, **cost_values(v.cost),
              "cache_hits": v.cache_hits, "errors": v.errors}
             for v in summary.variants
         ],

@@ -33,7 +33,7 @@ DELTA_D3 = f"+.{RATE_DIGITS}f"
 P_D3 = f".{P_DIGITS}f"
 
 P_COLUMNS = frozenset({"p_value", "p_adjusted", "p"})
-COST_COLUMNS = frozenset({"cost", "total_cost"})
+COST_COLUMNS = frozenset({"cost", "total_cost", "cost_per_pass"})
 COUNT_COLUMNS = frozenset({
     "n", "b", "c", "trials", "questions", "queries", "errors", "unstable", "repeats", "passed", "wins", "ties",
     "losses", "clusters", "tokens_in", "tokens_out", "prompt_tokens", "completion_tokens", "cache_hits",
@@ -59,7 +59,7 @@ def unit_of(column: str) -> str:
         return "p"
     if name.endswith(("_ms", "Ms", " ms")):
         return "ms"
-    if name in COST_COLUMNS:
+    if name in COST_COLUMNS or name.split(" (")[0] in COST_COLUMNS:
         return "cost"
     if name in COUNT_COLUMNS or name.split(" (")[0] in COUNT_COLUMNS:
         return "count"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from ragqual.core import scoring
+from ragqual.core.pricing import TrialCost, VariantCost, variant_costs
 from ragqual.core.scoring import TrialFigures, VariantAggregate
 from ragqual.store.trial_reads import TrialFigureRow, run_figures
 
@@ -36,6 +37,7 @@ class VariantSummary:
     aggregate: VariantAggregate
     cache_hits: int
     errors: int
+    cost: VariantCost | None = None  # cost per variant and per passing answer, with its currency
 
 
 @dataclass(frozen=True)
@@ -78,18 +80,21 @@ def variant_summaries(rows: Sequence[TrialFigureRow]) -> list[VariantSummary]:
         if not scored:
             continue
         figures = [TrialFigures(r.score, bool(r.perfect), r.cost, r.latency_ms) for r in scored]  # type: ignore[arg-type]
+        costs = variant_costs(TrialCost(variant, bool(r.perfect), r.cost, r.currency) for r in scored)
         out.append(VariantSummary(
             variant, scoring.variant_aggregate(figures),
             cache_hits=sum(1 for r in items if r.cache_hit),
             errors=sum(1 for r in items if r.error is not None),
+            cost=costs[0],
         ))
     return out
 
 
 def summarise_run(
-    engine: Engine, run_id: int, scorer_name: str = scoring.SCORER_NAME, scorer_version: int | None = None
+    engine: Engine, run_id: int, scorer_name: str = scoring.SCORER_NAME, scorer_version: int | None = None,
+    pricing_snapshot: int | None = None,
 ) -> RunSummary:
-    rows = run_figures(engine, run_id, scorer_name, scorer_version)
+    rows = run_figures(engine, run_id, scorer_name, scorer_version, pricing_snapshot)
     return RunSummary(
         run_id=run_id, scorer_name=scorer_name, scorer_version=scorer_version,
         variants=tuple(variant_summaries(rows)), cases=tuple(case_summaries(rows)),

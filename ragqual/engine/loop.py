@@ -26,6 +26,7 @@ hold Ctrl-C hostage. Here the main thread stops waiting at once and the process 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -36,8 +37,10 @@ from typing import Any
 
 from ragqual.adapters.provenance import capture
 from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
+from ragqual.core.pricing import PriceList
 from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
+from ragqual.engine.pricing import price_run
 from ragqual.engine.output_cap import cap_result, output_cap
 from ragqual.engine.scorers import Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
@@ -411,8 +414,10 @@ def run(
     params: dict[str, Any] | None = None,
     provenance_extras: dict[str, Any] | None = None,
     progress: ProgressCallback | None = None,
+    pricing: PriceList | None = None,
 ) -> RunOutcome:
-    """Run (or resume) every slot of `subject` over variants x cases x modes x repeats."""
+    """Run (or resume) every slot of `subject` over variants x cases x modes x repeats; with a
+    price list, the run's trials are priced under its snapshot before the run's end event."""
     plan = RunPlan(list(variants), list(cases), list(modes if modes is not None else subject.modes), repeats)
     scorers = list(scorers) if scorers is not None else default_scorers()
     _validate(subject, plan, max_concurrency)
@@ -429,13 +434,24 @@ def run(
         run_id = resume_run_id
         finished = _resume(store, subject, run_id, slots, plan)
     pending = [s for s in slots if s.key not in finished]
-    return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress)
+    return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress,
+                    pricing)
 
 
 def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunStore,
              scorers: Sequence[Scorer], pending: list[Slot], skipped: int, max_concurrency: int,
-             progress: ProgressCallback | None) -> RunOutcome:
+             progress: ProgressCallback | None, pricing: PriceList | None = None) -> RunOutcome:
     trials = _Trials(run_id, subject, services, store, scorers)
+
+    def end(event: str, detail: dict[str, Any]) -> None:
+        if pricing is not None and count[0]:
+            if event == "finished":
+                price_run(store, run_id, pricing)
+            else:  # the run's own failure is what to report; `ragqual reprice` can price it later
+                with contextlib.suppress(Exception):
+                    price_run(store, run_id, pricing)
+        _end(store, run_id, event, detail)
+
     calls_before, hits_before = services.model_calls, services.cache_hits
     count = [0]
 
@@ -453,17 +469,17 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
         else:
             _run_threaded(pending, trials, after, max_concurrency)
     except KeyboardInterrupt:
-        _end(store, run_id, "interrupted", {"trials_stored": count[0], "of": len(pending)})
+        end("interrupted", {"trials_stored": count[0], "of": len(pending)})
         raise RunInterrupted(run_id, count[0], len(pending)) from None
     except CircuitOpen as exc:
-        _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
-                                       "error": f"{type(exc).__name__}: {exc}"})
+        end("failed", {"trials_stored": count[0], "of": len(pending),
+                       "error": f"{type(exc).__name__}: {exc}"})
         raise exc.for_run(run_id, _resume_command(subject)) from None
     except BaseException as exc:
-        _end(store, run_id, "failed", {"trials_stored": count[0], "of": len(pending),
-                                       "error": f"{type(exc).__name__}: {exc}"})
+        end("failed", {"trials_stored": count[0], "of": len(pending),
+                       "error": f"{type(exc).__name__}: {exc}"})
         raise
-    _end(store, run_id, "finished", {"trials_stored": count[0], "errors": trials.errors})
+    end("finished", {"trials_stored": count[0], "errors": trials.errors})
     return RunOutcome(run_id, "finished", count[0], skipped, trials.errors,
                       services.model_calls - calls_before, services.cache_hits - hits_before)
 

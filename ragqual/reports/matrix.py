@@ -47,7 +47,8 @@ def heatmap(frame: pd.DataFrame, modes: Sequence[str]) -> alt.FacetChart:
 
 
 def matrix_page(lines: Sequence[ModeLine], modes: Sequence[str], run_id: int, table_frame: pd.DataFrame,
-                flag: str | None = None, header: Mapping[str, Any] | None = None) -> str:
+                flag: str | None = None, header: Mapping[str, Any] | None = None,
+                costs: pd.DataFrame | None = None) -> str:
     frame = matrix_frame(lines, modes)
     parts = [page.header_list(header)] if header else []
     parts += [page.note(f"run {run_id}. A user's model scoring near its row is at its ceiling; well below it is "
@@ -60,4 +61,7 @@ def matrix_page(lines: Sequence[ModeLine], modes: Sequence[str], run_id: int, ta
             caption += " " + EXPECTED_NOTE
         parts.append(page.chart("matrix-heatmap", heatmap(frame, modes), caption))
     parts.append(page.section("capability table", page.table(table_frame)))
+    if costs is not None and not costs.empty:
+        parts.append(page.section("cost per variant", page.note("All modes; per passing answer; - = unpriced."),
+                                  page.table(costs)))
     return page.render(f"ragqual matrix: run {run_id}", parts)

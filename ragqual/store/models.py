@@ -303,6 +303,29 @@ class Label(Base):
     source: Mapped[str] = mapped_column(String(80))  # tui | import:<sha256 prefix of the file>
     sample_seed: Mapped[int | None] = mapped_column(BigInteger)
     sample_size: Mapped[int | None] = mapped_column(Integer)
+class PricingSnapshot(Base):
+    """A price list exactly as a run or a reprice used it (migration 0012), interned by hash like
+    `system_prompts`: canonical JSON of ragqual.core.pricing.PriceList.canonical()."""
+
+    __tablename__ = "pricing_snapshots"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class TrialCost(Base):
+    """A trial's cost under one pricing snapshot (migration 0012); NULL cost = unpriced. Readers
+    take a trial's newest row, or the row of a pinned snapshot, else `trials.cost`."""
+
+    __tablename__ = "trial_costs"
+    __table_args__ = (Index("ix_trial_costs_trial", "trial_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("pricing_snapshots.id"))
+    cost: Mapped[float | None] = mapped_column(Float)
+    currency: Mapped[str | None] = mapped_column(String(3))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 SEALED_TABLES: tuple[str, ...] = (
@@ -321,6 +344,8 @@ SEALED_TABLES: tuple[str, ...] = (
     "case_aliases",
     "retrieval_rankings",
     "labels",
+    "pricing_snapshots",
+    "trial_costs",
 )
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""

@@ -36,11 +36,13 @@ from ragqual.store.models import (
     CaseDef,
     CorpusSnapshot,
     MetricValue,
+    PricingSnapshot,
     RetrievalRanking,
     Run,
     RunEvent,
     SystemPrompt,
     Trial,
+    TrialCost,
     TrialScore,
     VariantConfig,
 )
@@ -470,6 +472,29 @@ class RunStore:
             return batch
 
         return self._write(work)
+
+    # -- prices ----------------------------------------------------------------
+    def intern_pricing_snapshot(self, body: dict[str, Any]) -> tuple[int, str]:
+        """A price list (ragqual.core.pricing.PriceList.canonical()) stored once by hash: (id, sha256)."""
+        text = canonical_json(body)
+        digest = sha256_hex(text)
+        return self._intern(PricingSnapshot, {"sha256": digest}, {"body": text, "created_at": self.clock()}), digest
+
+    def append_costs(self, run_id: int, snapshot_id: int, costs: Sequence[tuple[int, float | None, str | None]]) -> int:
+        """One cost row per (trial id, cost, currency) under `snapshot_id`, in one sealed
+        transaction of the run; earlier rows stay as they are. Returns the rows appended."""
+        if not costs:
+            return 0
+
+        def work(session: Session) -> int:
+            now = self.clock()
+            session.execute(insert(table_of(TrialCost)), [
+                {"trial_id": t, "snapshot_id": snapshot_id, "cost": c, "currency": cur, "created_at": now}
+                for t, c, cur in costs
+            ])
+            return len(costs)
+
+        return self._write(work, run_id)
 
     def record_case_alias(self, subject: str, alias: str, case_id: str, note: str) -> int:
         """Say that `alias` is an older id of `case_id` (once; recording it again is a no-op)."""

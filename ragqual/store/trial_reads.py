@@ -17,6 +17,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from ragqual.errors import InputError
+from ragqual.store.cost_reads import trial_costs
 from ragqual.store.records import AssertionRow, ScoreRow
 from ragqual.store.sealed_rows import is_covered
 from ragqual.store.models import (
@@ -93,6 +94,7 @@ class TrialFigureRow:
     latency_ms: float | None
     cache_hit: bool
     error: str | None
+    currency: str | None = None  # of `cost`; None for a trial from before cost rows (migration 0012)
 
 
 def _pick_scores(
@@ -116,8 +118,11 @@ def _pick_scores(
 
 
 def run_figures(
-    engine: Engine, run_id: int, scorer_name: str, scorer_version: int | None = None
+    engine: Engine, run_id: int, scorer_name: str, scorer_version: int | None = None,
+    pricing_snapshot: int | None = None,
 ) -> list[TrialFigureRow]:
+    """Each trial of a run with its score row and its cost: the newest cost row, or the row under
+    `pricing_snapshot` (ragqual.store.cost_reads)."""
     query = (
         select(Trial.id, VariantConfig.name, CaseDef.case_id, CaseDef.slug, Trial.mode,
                Trial.repeat_index, Trial.cost, Trial.latency_ms, Trial.cache_hit, Trial.error)
@@ -129,11 +134,13 @@ def run_figures(
     with Session(engine) as session:
         rows = session.execute(query).all()
     scores = _pick_scores(engine, [r[0] for r in rows], scorer_name, scorer_version)
+    costs = trial_costs(engine, run_id, pricing_snapshot)
     out = []
     for r in rows:
         score, perfect, version = scores.get(r[0], (None, None, None))
+        cost = costs.get(r[0])
         out.append(TrialFigureRow(r[0], r[1], r[2], r[3], r[4], r[5], score, perfect, version,
-                                  r[6], r[7], bool(r[8]), r[9]))
+                                  cost.cost if cost else r[6], r[7], bool(r[8]), r[9], cost.currency if cost else None))
     return out
 
 

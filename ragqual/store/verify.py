@@ -218,7 +218,8 @@ def _check_run_rows(engine: Engine, spans: Sequence[tuple[int, str, int, int]], 
         by_table[table].append((first, last))
     with engine.connect() as conn:
         for table, sql in sealed_rows.RUN_ROWS.items():
-            if table not in readable or (table in ("trial_scores", "assertion_results") and "trials" not in readable):
+            if table not in readable or (table in ("trial_scores", "assertion_results", "trial_costs")
+                                            and "trials" not in readable):
                 continue
             ranges = sorted(by_table.get(table, []))
             starts = [first for first, _ in ranges]

@@ -20,6 +20,8 @@ def filled(store_head_url):
     run = store.start_run("generation", "rag", provenance())
     trial = add_trial(store, run)
     append_labels(store, [LabelRow(run, trial, "faithfulness", "yes", "ann", datetime(2026, 12, 1, tzinfo=UTC), "tui")])
+    snapshot, _ = store.intern_pricing_snapshot({"models": []})
+    store.append_costs(run, snapshot, [(trial, None, None)])
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])

@@ -51,7 +51,9 @@ def filled(store_head_url):
     """A history with rows in every history table (a finished run, a trial, its scores...)."""
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
-    add_trial(store, run)
+    trial = add_trial(store, run)
+    snapshot, _ = store.intern_pricing_snapshot({"models": []})
+    store.append_costs(run, snapshot, [(trial, None, None)])
     second = add_trial(store, run, case="case-2", score=0.5, passed=False)
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0", "doc-b#1"], ["doc-a", "doc-b"], [0.9, 0.5])])

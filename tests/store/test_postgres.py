@@ -155,7 +155,8 @@ def test_every_history_table_has_the_plpgsql_guards(pg_head_url):
 def test_truncate_is_refused_on_every_history_table(pg_head_url):
     store = RunStore.open(pg_head_url)
     run = store.start_run("generation", "rag", provenance())
-    add_trial(store, run)
+    trial = add_trial(store, run)
+    store.append_costs(run, store.intern_pricing_snapshot({"models": []})[0], [(trial, None, None)])
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})

@@ -39,7 +39,7 @@ def _tamper(url: str, score_id: int, trial_id: int) -> None:
              f"UPDATE trial_scores SET score = 0.123 WHERE id = {score_id}",
              f"DELETE FROM trials WHERE id = {trial_id}")
         return
-    children = ("assertion_results", "trial_scores", "metric_values")
+    children = ("assertion_results", "trial_scores", "metric_values", "trial_costs")
     execute_raw(url, *[f"DROP TRIGGER {t}_append_only ON {t}" for t in (*children, "trials")],
          f"UPDATE trial_scores SET score = 0.123 WHERE id = {score_id}",
          *[f"DELETE FROM {t} WHERE trial_id = {trial_id}" for t in children],
