@@ -155,4 +155,5 @@ def subject_resume_flags(params: Mapping[str, Any]) -> dict[str, Any]:
         "--trial-count": params.get("repeats"),
         "--case-slugs": list(params.get("case_slugs", [])),
         "--mode": list(params.get("modes", [])),
+        "--axis": list(params.get("axis_flags", [])),
     }
