@@ -31,6 +31,15 @@ from ragqual.pipeline.retrieval import STRATEGIES
 from ragqual.subjects.rag import MODES
 
 
+def axis_option(fn):
+    """`--axis NAME=V1,V2` over the RAG subject's declared axes (`generation`, `matrix`)."""
+    return click.option(
+        "--axis", "axes", multiple=True, metavar="NAME=V1,V2",
+        help="Vary a declared axis (repeatable): model, temperature, seed, num_ctx, num_predict, prompt, strategy, "
+             "context_k, candidate_k, threshold. The run is their cross product, one variant each; "
+             "axes not given keep the other flags' values.")(fn)
+
+
 def generation_options(fn):
     """Options shared by `generation`, `matrix` and `eval`."""
     decorators = [
@@ -121,9 +130,10 @@ def _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, c
               help="Finish an interrupted run with the plan it was started with (a conflicting flag is refused).")
 @click.option("--no-mock-line", is_flag=True, help="Do not add the mock (extractive ceiling) beside a real model.")
 @name_option
+@axis_option
 @generation_options
 @click.pass_obj
-def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, name, modes, all_modes, repeats,
+def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, name, axes, modes, all_modes, repeats,
                    max_concurrency, limit, tags, case_ids, split, ollama_host, temperature, seed, num_ctx,
                    num_predict, strategy, candidate_k, context_k, threshold) -> None:
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.
@@ -136,6 +146,8 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, n
             given, selection = _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, case_ids,
                                             split, temperature, seed, num_ctx, num_predict, strategy, candidate_k,
                                             context_k, threshold, name, run_tags)
+            if axes:
+                given["--axis"] = list(axes)
             result = resume_generation(app, corpus_opts, resume, given, selection, max_concurrency=max_concurrency,
                                        ollama_host=ollama_host, progress=progress)
         else:
@@ -144,7 +156,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, n
                 max_concurrency=max_concurrency, limit=limit, tags=tuple(tags), case_ids=tuple(case_ids), split=split,
                 ollama_host=ollama_host, temperature=temperature, seed=seed, num_ctx=num_ctx, num_predict=num_predict,
                 strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold,
-                with_mock_line=not no_mock_line, name=name, run_tags=run_tags)
+                with_mock_line=not no_mock_line, name=name, run_tags=run_tags, axes=tuple(axes))
             result = generation_tier(app, corpus_opts, options, progress)
     causes = gap_causes(app, result.run_id) if all_modes or {ln.mode for ln in result.lines} == set(MODES) else None
     advice = measured_advice(app, result.run_id, corpus_opts, causes) if causes and not app.as_json else None

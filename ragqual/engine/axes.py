@@ -221,3 +221,18 @@ def with_models(chosen: Mapping[str, Sequence[Any]], models: Sequence[str], axes
     name = model_axes[0].name
     out[name] = list(dict.fromkeys([*models, *out.get(name, [])]))
     return out
+
+
+def run_axes(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each variant's axis values, by variant name, from a run's stored params (empty for a run
+    whose variants were not built from axes)."""
+    return {v["name"]: dict(v["axes"]) for v in params.get("variants", []) if isinstance(v, Mapping) and v.get("axes")}
+
+
+def varied(by_variant: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The axes whose value differs between the variants, in their stored order: the columns a
+    table groups by."""
+    order: list[str] = []
+    for values in by_variant.values():
+        order.extend(n for n in values if n not in order)
+    return [n for n in order if len({repr(v.get(n)) for v in by_variant.values()}) > 1]
