@@ -159,6 +159,15 @@ class Subject:
             context=None, cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
 
+    def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
+                     services: TrialServices) -> list[str] | None:
+        """The response-cache keys a trial will ask for, known before it runs (the picker counts
+        the expected cache hits with them); None when they depend on what the trial finds (a
+        subject with its own `run_one` that does not say)."""
+        if type(self).run_one is not Subject.run_one:
+            return None
+        return [services.cache_key(variant, self.build_request(case, variant, mode), repeat_index)]
+
     def parse(self, raw: Any) -> Any:
         """Rebuild the output from a stored raw response (used again, offline, by rescore).
 

@@ -200,6 +200,16 @@ class RagSubject(Subject):
             cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
 
+    def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
+                     services: TrialServices) -> list[str] | None:
+        """Known ahead for oracle and noretrieval; an e2e trial's context is what retrieval finds."""
+        if mode == "e2e":
+            return None
+        golden = self.golden(case)
+        passages = self._passages(golden, mode, golden.query, self.retrieval_config_for(variant))[0]
+        request = prompt.answer_request(golden, passages, self.provider_options(variant), self.system_prompt_for(variant))
+        return [services.cache_key(variant, request, repeat_index)]
+
     def parse(self, raw: Any) -> Any:
         return reply_text(raw)
 
