@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, ProgressBar, SelectionList, Static
 from textual.widgets.selection_list import Selection
@@ -33,6 +33,10 @@ class Backend(Protocol):
     def subject(self, name: str) -> Subject: ...
     def expected(self, plan: PickPlan) -> Any: ...
     def run(self, plan: PickPlan, progress: loop.ProgressCallback) -> tuple[loop.RunOutcome, Any]: ...
+
+
+class _Column(VerticalScroll, can_focus=False):
+    """A scrolling column that Tab passes through (its inputs take the focus)."""
 
 
 class SubjectScreen(Screen[None]):
@@ -63,12 +67,12 @@ class PlanScreen(Screen[None]):
         plan: PickPlan = self.app.plan  # type: ignore[attr-defined]
         yield Header()
         with Horizontal():
-            with VerticalScroll(id="left"):
+            with Vertical(id="left"):
                 yield Label(f"subject {self.subject.name}: cases (space ticks)")
                 for key, title in FILTERS:
                     yield Input(placeholder=title, id=f"filter-{key}")
                 yield SelectionList[str](*self._selections(plan), id="cases")
-            with VerticalScroll(id="right"):
+            with _Column(id="right"):
                 for axis in self.subject.axes:
                     yield Label(f"{axis.name} ({axis.enters}; {axis.allowed()})")
                     yield Input(",".join(show_value(v) for v in plan.axes[axis.name]),
@@ -84,6 +88,7 @@ class PlanScreen(Screen[None]):
     def on_mount(self) -> None:
         cases = self.query_one("#cases", SelectionList)
         cases.highlighted = 0 if cases.option_count else None
+        self.query_one("#filter-text", Input).focus()
         self.refresh_summary()
 
     def _shown(self) -> list[Any]:
@@ -158,7 +163,7 @@ class RunScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label(self.app.command(), id="command")  # type: ignore[attr-defined]
+        yield Static(self.app.command(), id="command")  # type: ignore[attr-defined]
         yield ProgressBar(id="progress", total=pick.trial_count(self.app.plan))  # type: ignore[attr-defined]
         yield Static("starting...", id="result")
         yield Footer()
@@ -201,7 +206,13 @@ class PickerApp(App[Any]):
     """Holds the plan; screens edit it. `subject` skips the subject screen."""
 
     TITLE = "ragqual pick"
-    CSS = "#left, #right { width: 1fr; } #summary { height: 4; border-top: solid $accent; } SelectionList { height: 1fr; }"
+    CSS = """
+    #left, #right { width: 1fr; }
+    Input { height: 1; border: none; padding: 0 1; margin-bottom: 1; }
+    Label { color: $text-muted; }
+    SelectionList { height: 1fr; min-height: 5; }
+    #summary { height: auto; max-height: 8; border-top: solid $accent; }
+    """
     BINDINGS = [Binding("ctrl+q", "quit", "Quit")]
 
     def __init__(self, backend: Backend, subject: str | None = None, summary_text: Any = str):
