@@ -23,11 +23,20 @@ def summary_text(summary: RunSummary) -> str:
     return buffer.getvalue()
 
 
-def no_terminal_text(subject: str | None) -> str:
+def no_terminal_text(subject: str | None, axes: str | None = None) -> str:
     name = subject or "NAME"
+    listed = f" ({subject}'s axes: {axes})" if axes else ""
     return (f"ragqual pick needs a terminal (stdin and stdout are not one here, as in CI or a pipe). "
             f"Run the same from the CLI: `ragqual run --subject {name} --axis AXIS=V1,V2 --case-slugs A,B "
-            f"--trial-count N`; an unknown axis is refused with the list of the subject's axes.")
+            f"--trial-count N`{listed}; an unknown axis is refused with the list of the subject's axes.")
+
+
+def _axes_text(app: AppContext, subject: str | None) -> str | None:
+    if not subject:
+        return None
+    from ragqual.subjects.registry import get_subject
+
+    return "; ".join(f"{a.name}: {a.allowed()}" for a in get_subject(subject, app=app).axes) or None
 
 
 @click.command("pick")
@@ -39,7 +48,7 @@ def pick_cmd(app: AppContext, subject_name: str | None) -> None:
     Built from each subject's declared axes; it prints the equivalent `ragqual run` command, so a
     picked run can be repeated in CI. Not on a terminal, it says so and exits 2."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise InputError(no_terminal_text(subject_name))
+        raise InputError(no_terminal_text(subject_name, _axes_text(app, subject_name)))
     from ragqual.app.pick_run import PickBackend
     from ragqual.cli.pick_tui import PickerApp
 
