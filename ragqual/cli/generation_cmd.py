@@ -22,6 +22,7 @@ from ragqual.app.generation_run import (
     variants_for,
 )
 from ragqual.cli.context import resumable
+from ragqual.cli.axis_options import axis_option
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
@@ -29,15 +30,6 @@ from ragqual.cli.progress import progress_printer
 from ragqual.core.diagnosis import CauseCount
 from ragqual.pipeline.retrieval import STRATEGIES
 from ragqual.subjects.rag import MODES
-
-
-def axis_option(fn):
-    """`--axis NAME=V1,V2` over the RAG subject's declared axes (`generation`, `matrix`)."""
-    return click.option(
-        "--axis", "axes", multiple=True, metavar="NAME=V1,V2",
-        help="Vary a declared axis (repeatable): model, temperature, seed, num_ctx, num_predict, prompt, strategy, "
-             "context_k, candidate_k, threshold. The run is their cross product, one variant each; "
-             "axes not given keep the other flags' values.")(fn)
 
 
 def generation_options(fn):

@@ -11,7 +11,7 @@ import pandas as pd
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
 from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
-from ragqual.cli.generation_cmd import axis_option
+from ragqual.cli.axis_options import axis_option
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import name_option, refuse_label, run_tag_option, run_tags_only

@@ -9,47 +9,27 @@ the run on a progress screen that ends on the run's summary; `q` there quits.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
-from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label, OptionList, ProgressBar, SelectionList, Static
+from textual.widgets import Footer, Header, Input, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
+from ragqual.cli.pick_screens import Backend, RunScreen, SubjectScreen
 from ragqual.engine import loop, pick
 from ragqual.engine.axes import show_value
-from ragqual.engine.pick import CaseFilter, PickPlan
+from ragqual.engine.pick import PickPlan
 from ragqual.engine.subject import Subject
 from ragqual.errors import RagqualError
 
 FILTERS = (("tag", "tag"), ("split", "split"), ("case_id", "id contains"), ("text", "text search"))
 
 
-class Backend(Protocol):
-    def subject_names(self) -> list[str]: ...
-    def subject(self, name: str) -> Subject: ...
-    def expected(self, plan: PickPlan) -> Any: ...
-    def run(self, plan: PickPlan, progress: loop.ProgressCallback) -> tuple[loop.RunOutcome, Any]: ...
-
-
 class _Column(VerticalScroll, can_focus=False):
     """A scrolling column that Tab passes through (its inputs take the focus)."""
-
-
-class SubjectScreen(Screen[None]):
-    """Choose the subject (arrow keys, Enter)."""
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Label("Choose a subject (Enter):")
-        yield OptionList(*self.app.backend.subject_names(), id="subjects")  # type: ignore[attr-defined]
-        yield Footer()
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.app.choose_subject(str(event.option.prompt))  # type: ignore[attr-defined]
 
 
 class PlanScreen(Screen[None]):
@@ -154,52 +134,6 @@ class PlanScreen(Screen[None]):
             self.refresh_summary()
             return
         app.push_screen(RunScreen())
-
-
-class RunScreen(Screen[None]):
-    """The run's progress, then its summary."""
-
-    BINDINGS = [Binding("q", "quit_picker", "Quit")]
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static(self.app.command(), id="command")  # type: ignore[attr-defined]
-        yield ProgressBar(id="progress", total=pick.trial_count(self.app.plan))  # type: ignore[attr-defined]
-        yield Static("starting...", id="result")
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self.start()
-
-    @work(thread=True, exclusive=True)
-    def start(self) -> None:
-        app: PickerApp = self.app  # type: ignore[assignment]
-
-        def progress(event: loop.Progress) -> None:
-            app.call_from_thread(self._advance, event)
-
-        try:
-            outcome, summary = app.backend.run(app.plan, progress)
-        except RagqualError as exc:
-            app.call_from_thread(self._finish, None, f"the run stopped: {exc}")
-            return
-        app.call_from_thread(self._finish, outcome, app.summary_text(summary))
-
-    def _advance(self, event: loop.Progress) -> None:
-        bar = self.query_one("#progress", ProgressBar)
-        bar.update(total=event.total, progress=event.done)
-        self.query_one("#result", Static).update(f"run {event.run_id}: {event.done}/{event.total} trial(s)")
-
-    def _finish(self, outcome: loop.RunOutcome | None, text: str) -> None:
-        app: PickerApp = self.app  # type: ignore[assignment]
-        app.outcome = outcome
-        head = "" if outcome is None else (
-            f"run {outcome.run_id} {outcome.status}: {outcome.trials_run} trial(s), {outcome.model_calls} model "
-            f"call(s), {outcome.cache_hits} cache hit(s), {outcome.trial_errors} error(s)\n\n")
-        self.query_one("#result", Static).update(head + text + "\n\nq quits")
-
-    def action_quit_picker(self) -> None:
-        self.app.exit(self.app.outcome)  # type: ignore[attr-defined]
 
 
 class PickerApp(App[Any]):
