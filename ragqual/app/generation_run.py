@@ -215,3 +215,8 @@ def stored_mode_lines(app: AppContext, run_id: int, scorer_version: int | None,
     store = app.store(auto_create=False)
     flag = require_finished(store.get_run(run_id), allow_incomplete)
     return mode_lines(store.engine, run_id, scorer_version), flag
+
+
+def run_variant_axes(app: AppContext, run_id: int) -> dict[str, dict[str, Any]]:
+    """Each variant's axis values in run `run_id`, by variant name (empty for a run without --axis)."""
+    return axes_mod.run_axes(app.store(auto_create=False).get_run(run_id).params)

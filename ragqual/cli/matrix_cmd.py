@@ -10,7 +10,7 @@ import pandas as pd
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
-from ragqual.app.generation_run import GenerationOptions, generation_tier, stored_mode_lines
+from ragqual.app.generation_run import GenerationOptions, generation_tier, run_variant_axes, stored_mode_lines
 from ragqual.cli.axis_options import axis_option
 from ragqual.cli.context import resumable
 from ragqual.cli.corpus_options import corpus_options
@@ -96,7 +96,7 @@ def matrix_cmd(app: AppContext, corpus_opts, models, run_id, limit, all_modes, r
             result = generation_tier(app, corpus_opts, options, progress_printer(app, "generation"))
         run_id = result.run_id
         lines = stored_mode_lines(app, run_id, scorer_version, True)[0] if scorer_version else result.lines
-    variant_axes = axes_mod.run_axes(app.store().get_run(run_id).params)
+    variant_axes = run_variant_axes(app, run_id)
     if app.as_json:
         click.echo(json.dumps({"run_id": run_id, "incomplete": flag, "lines": [ln.__dict__ for ln in lines],
                                "axes": variant_axes}, indent=2))

@@ -53,7 +53,7 @@ class RunScreen(Screen[None]):
 
     @work(thread=True, exclusive=True)
     def start(self) -> None:
-        app: PickerApp = self.app  # type: ignore[assignment]
+        app: Any = self.app
 
         def progress(event: loop.Progress) -> None:
             app.call_from_thread(self._advance, event)
@@ -71,7 +71,7 @@ class RunScreen(Screen[None]):
         self.query_one("#result", Static).update(f"run {event.run_id}: {event.done}/{event.total} trial(s)")
 
     def _finish(self, outcome: loop.RunOutcome | None, text: str) -> None:
-        app: PickerApp = self.app  # type: ignore[assignment]
+        app: Any = self.app
         app.outcome = outcome
         head = "" if outcome is None else (
             f"run {outcome.run_id} {outcome.status}: {outcome.trials_run} trial(s), {outcome.model_calls} model "
