@@ -1,5 +1,8 @@
+from datetime import UTC, datetime
+
 import pytest
 
+from ragqual.store.labels import LabelRow, append_labels
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
@@ -7,7 +10,7 @@ from tests.store.conftest import dbapi_error, raw_connect
 from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
 TABLES_WITH_ROWS = ["runs", "run_events", "trials", "assertion_results", "trial_scores", "metric_values",
-                    "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings"]
+                    "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings", "labels"]
 
 
 @pytest.fixture
@@ -15,7 +18,8 @@ def filled(store_head_url):
     """A history with at least one row in every history table; yields its URL."""
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
-    add_trial(store, run)
+    trial = add_trial(store, run)
+    append_labels(store, [LabelRow(run, trial, "faithfulness", "yes", "ann", datetime(2026, 12, 1, tzinfo=UTC), "tui")])
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
