@@ -239,6 +239,15 @@ class ResponseCache:
             self._write(key, response)
         return response, False
 
+    def holds(self, key: str) -> bool:
+        """Whether an answer is stored under `key` (read only: no counter moves, nothing is called)."""
+        if self.cache is None or self.mode in ("off", "write-only"):
+            return False
+        try:
+            return key in self.cache
+        except Exception:  # noqa: BLE001 - an unreadable cache holds nothing usable
+            return False
+
     def stats(self) -> dict[str, Any]:
         return {"mode": self.mode, "hits": self.hits, "misses": self.misses, "calls": self.calls}
 

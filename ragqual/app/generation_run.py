@@ -19,13 +19,14 @@ from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select
 from ragqual.core.runlabel import RunLabel, run_label
 from ragqual.app.pricing import prices_in_force
+from ragqual.engine import axes as axes_mod
 from ragqual.engine import loop
 from ragqual.engine.services import ensure_available, services_for
 from ragqual.engine.subject import Variant
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import RetrievalConfig
 from ragqual.store.generation_reads import ModeLine, mode_lines
-from ragqual.subjects.rag import MODES
+from ragqual.subjects.rag import MODES, RagSubject
 
 MOCK = "mock"
 Progress = Callable[[loop.Progress], None]
@@ -55,6 +56,7 @@ class GenerationOptions:
     with_mock_line: bool = True
     name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`)
     run_tags: tuple[str, ...] = ()
+    axes: tuple[str, ...] = ()  # `--axis NAME=V1,V2` over the RAG subject's declared axes
 
     def retrieval_config(self) -> RetrievalConfig:
         return RetrievalConfig(strategy=self.strategy, candidate_k=self.candidate_k, context_k=self.context_k,
@@ -81,24 +83,42 @@ def variants_for(models: Sequence[str], with_mock_line: bool) -> list[Variant]:
     return [Variant(name=m, model=m) for m in chosen]
 
 
+def axis_variants(subject: RagSubject, models: Sequence[str], axis_flags: Sequence[str],
+                  with_mock_line: bool) -> list[Variant]:
+    """The cross product of `--axis` over the subject's declared axes; `--model` URIs (and the mock
+    line beside real models) are the model axis's values."""
+    chosen = axes_mod.parse_axes(axis_flags, subject.axes, subject.name)
+    uris = [v.model for v in variants_for(models, with_mock_line)] if models or "model" not in chosen else []
+    return subject.axis_variants(axes_mod.with_models(chosen, uris, subject.axes, subject.name))
+
+
 def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Golden], *, models: Sequence[str],
                    modes: Sequence[str], repeats: int, config: RetrievalConfig, options: dict[str, Any],
                    max_concurrency: int = 1, resume: int | None = None, ollama_host: str | None = None,
                    with_mock_line: bool = True, progress: Progress | None = None,
-                   label: RunLabel = RunLabel()) -> GenerationOutcome:
+                   label: RunLabel = RunLabel(), axis_flags: Sequence[str] = (),
+                   stored_variants: Sequence[Variant] | None = None) -> GenerationOutcome:
     """One generation run over `goldens` (resuming run `resume` when given), appended to the
-    history with its `label` (name, tags) in its params; a resumed run keeps the label it has."""
-    check_servers(app, models, ollama_host)  # before the ingest and before any run is recorded
-    prices = prices_in_force(app.settings).prices  # a bad price list too
+    history with its `label` (name, tags) in its params; a resumed run keeps the label it has.
+    With `axis_flags`, the variants are the cross product of those axes (`engine.axes`);
+    `stored_variants` (a resumed run's) are used as they are."""
+    prices = prices_in_force(app.settings).prices  # a bad price list is refused before anything runs
     config = config.with_glossary(corpus.glossary)
     subject = rag_subject(corpus, goldens, config, options)
+    if stored_variants is not None:
+        variants = list(stored_variants)
+    elif axis_flags:
+        variants = axis_variants(subject, models, axis_flags, with_mock_line)
+    else:
+        variants = variants_for(models, with_mock_line)
+    check_servers(app, [v.model for v in variants], ollama_host)  # before the ingest and before any run is recorded
     if "e2e" in modes:
         subject.retriever()  # ingest (if needed) before the progress bar starts
-    variants = variants_for(models, with_mock_line)
     services = services_for(subject, app.response_cache(), ollama_host=ollama_host)
     params = {"retrieval": config.as_dict(), "options": subject.options, "models": [v.model for v in variants],
               "modes": list(modes), "repeats": repeats, "embedder": corpus.embedder_id,
-              "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode, **label.as_params()}
+              "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode, **label.as_params(),
+              **({"axis_flags": list(axis_flags)} if axis_flags else {})}
     outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
                        repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
                        argv=sys.argv, params=params, progress=progress, pricing=prices)
@@ -166,7 +186,7 @@ def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: Genera
                               repeats=options.repeats, config=options.retrieval_config(),
                               options=options.sampling(), max_concurrency=options.max_concurrency,
                               ollama_host=options.ollama_host, with_mock_line=options.with_mock_line,
-                              progress=progress, label=label)
+                              progress=progress, label=label, axis_flags=options.axes)
 
 
 def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, given: dict[str, Any],
@@ -181,7 +201,8 @@ def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, 
         return run_generation(app, corpus, plan.goldens, models=[v.model for v in plan.variants], modes=plan.modes,
                               repeats=plan.repeats, config=plan.config, options=plan.options,
                               max_concurrency=max_concurrency, resume=run_id, ollama_host=ollama_host,
-                              with_mock_line=False, progress=progress)
+                              with_mock_line=False, progress=progress,
+                              stored_variants=plan.variants if any(v.axes for v in plan.variants) else None)
 
 
 def gap_causes(app: AppContext, run_id: int) -> dict[str, CauseCount]:
@@ -196,3 +217,8 @@ def stored_mode_lines(app: AppContext, run_id: int, scorer_version: int | None,
     store = app.store(auto_create=False)
     flag = require_finished(store.get_run(run_id), allow_incomplete)
     return mode_lines(store.engine, run_id, scorer_version), flag
+
+
+def run_variant_axes(app: AppContext, run_id: int) -> dict[str, dict[str, Any]]:
+    """Each variant's axis values in run `run_id`, by variant name (empty for a run without --axis)."""
+    return axes_mod.run_axes(app.store(auto_create=False).get_run(run_id).params)

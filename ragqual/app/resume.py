@@ -82,6 +82,7 @@ def stored_generation_flags(params: Mapping[str, Any]) -> dict[str, Any]:
         "--mode": list(params.get("modes", [])),
         "--repeats": params.get("repeats"),
         SELECTION: list(params.get("case_ids", [])),
+        "--axis": list(params.get("axis_flags", [])),
     }
     flags.update({flag: retrieval.get(key, getattr(RetrievalConfig(), key)) for flag, key in RETRIEVAL_FLAGS.items()})
     flags.update({flag: options.get(key) for flag, key in OPTION_FLAGS.items()})
@@ -155,4 +156,5 @@ def subject_resume_flags(params: Mapping[str, Any]) -> dict[str, Any]:
         "--trial-count": params.get("repeats"),
         "--case-slugs": list(params.get("case_slugs", [])),
         "--mode": list(params.get("modes", [])),
+        "--axis": list(params.get("axis_flags", [])),
     }

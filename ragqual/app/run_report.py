@@ -26,6 +26,8 @@ from ragqual.core.display import brief_params
 from ragqual.core.metric_names import display_order
 from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
+from ragqual.engine import axes as axes_mod
+from ragqual.errors import InputError
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.cost_reads import trial_costs
 from ragqual.store.records import RunInfo
@@ -84,11 +86,33 @@ def build_report(
     costs = trial_costs(engine, info.id, pricing_snapshot)
     trials["cost"] = trials["trial_id"].map(lambda t: costs[t].cost if t in costs else None).astype(float)
     header["pricing"] = pricing_note(engine, info.id, pricing_snapshot)
-    report = _trial_report(engine, title, header, trials, metrics, group_keys(by, retrieval=False))
+    keys = group_keys(by, retrieval=False)
+    trials = with_axis_columns(trials, keys, info)
+    report = _trial_report(engine, title, header, trials, metrics, keys)
     cost = ("cost per variant", cost_frame(variant_cost_rows(engine, info.id, scorer_name, scorer_version,
                                                              pricing_snapshot)))
     return _with_changes(engine, info, Report(report.title, report.header, [*report.sections, cost],
                                               [*report.notes, *notes]))
+
+
+AXIS_PREFIX = "axis:"
+
+
+def with_axis_columns(trials: pd.DataFrame, keys: Sequence[str], info: RunInfo) -> pd.DataFrame:
+    """One `axis:NAME` column per such key: each trial's value of that axis, read from its
+    variant's stored axis values. A name no variant of the run has is refused, naming those it has."""
+    wanted = [k[len(AXIS_PREFIX):] for k in keys if k.startswith(AXIS_PREFIX)]
+    if not wanted:
+        return trials
+    by_variant = axes_mod.run_axes(info.params or {})
+    known = list(dict.fromkeys(n for values in by_variant.values() for n in values))
+    for name in wanted:
+        if name not in known:
+            have = f"its axes are {', '.join(known)}" if known else "its variants were not built from axes (--axis)"
+            raise InputError(f"run {info.id} has no axis {name!r}: {have}")
+        trials = trials.assign(**{AXIS_PREFIX + name: trials["variant"].map(
+            lambda v, n=name: axes_mod.show_value(by_variant.get(v, {}).get(n)))})
+    return trials
 
 
 def _with_changes(engine: Engine, info: RunInfo, report: Report) -> Report:

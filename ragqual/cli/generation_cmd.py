@@ -22,6 +22,7 @@ from ragqual.app.generation_run import (
     variants_for,
 )
 from ragqual.cli.context import resumable
+from ragqual.cli.axis_options import axis_option
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
@@ -121,9 +122,10 @@ def _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, c
               help="Finish an interrupted run with the plan it was started with (a conflicting flag is refused).")
 @click.option("--no-mock-line", is_flag=True, help="Do not add the mock (extractive ceiling) beside a real model.")
 @name_option
+@axis_option
 @generation_options
 @click.pass_obj
-def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, name, modes, all_modes, repeats,
+def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, name, axes, modes, all_modes, repeats,
                    max_concurrency, limit, tags, case_ids, split, ollama_host, temperature, seed, num_ctx,
                    num_predict, strategy, candidate_k, context_k, threshold) -> None:
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.
@@ -136,6 +138,8 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, n
             given, selection = _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, case_ids,
                                             split, temperature, seed, num_ctx, num_predict, strategy, candidate_k,
                                             context_k, threshold, name, run_tags)
+            if axes:
+                given["--axis"] = list(axes)
             result = resume_generation(app, corpus_opts, resume, given, selection, max_concurrency=max_concurrency,
                                        ollama_host=ollama_host, progress=progress)
         else:
@@ -144,7 +148,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, n
                 max_concurrency=max_concurrency, limit=limit, tags=tuple(tags), case_ids=tuple(case_ids), split=split,
                 ollama_host=ollama_host, temperature=temperature, seed=seed, num_ctx=num_ctx, num_predict=num_predict,
                 strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold,
-                with_mock_line=not no_mock_line, name=name, run_tags=run_tags)
+                with_mock_line=not no_mock_line, name=name, run_tags=run_tags, axes=tuple(axes))
             result = generation_tier(app, corpus_opts, options, progress)
     causes = gap_causes(app, result.run_id) if all_modes or {ln.mode for ln in result.lines} == set(MODES) else None
     advice = measured_advice(app, result.run_id, corpus_opts, causes) if causes and not app.as_json else None

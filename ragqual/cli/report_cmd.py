@@ -58,14 +58,25 @@ def emit_junit(app: AppContext, info: RunInfo, output: str | None, failures_only
         emit_page(text, output)
 
 
+GROUPS = ("tag", "variant", "mode", "strategy")
+
+
+def _group_by(values: tuple[str, ...]) -> tuple[str, ...]:
+    for value in values:
+        if value not in GROUPS and not (value.startswith("axis:") and value[5:].isidentifier()):
+            raise click.BadParameter(f"{value!r} is not one of {', '.join(GROUPS)} or axis:NAME")
+    return values
+
+
 # -- the command -------------------------------------------------------------------------------------
 
 @click.command("report")
 @click.argument("run_id", type=int, required=False)
 @click.option("--last", is_flag=True, help="Report the newest run.")
-@click.option("--by", "by", multiple=True, type=click.Choice(["tag", "variant", "mode", "strategy"]),
+@click.option("--by", "by", multiple=True, callback=lambda ctx, param, value: _group_by(value),
+              metavar="tag|variant|mode|strategy|axis:NAME",
               help="Group by this (repeatable; default variant and mode, or strategy for retrieval runs, "
-                   "which --by tag splits further).")
+                   "which --by tag splits further). axis:NAME groups by a declared axis of a run made with --axis.")
 @format_option(html=True, extra=("junit",))
 @output_option()
 @click.option("--scorer", "scorer_name", default=SCORER_NAME, show_default=True, help="Which scorer's scores to show.")

@@ -52,6 +52,9 @@ class _Progress:
               help="A model URI: mock, ollama:<model>. Repeat for several variants. Default: mock.")
 @click.option("--trial-count", type=click.IntRange(min=1), default=None,
               help=f"Repeats of every (variant x case x mode). Default: {DEFAULT_TRIALS}.")
+@click.option("--axis", "axes", multiple=True, metavar="NAME=V1,V2",
+              help="Vary a declared axis of the subject (repeatable): the run is the cross product of the values, "
+                   "one variant each; --model gives the model axis's values.")
 @click.option("--case-slugs", metavar="A,B", help="Only these cases (comma-separated slugs).")
 @click.option("--mode", "modes", multiple=True, help="Only these modes of the subject (repeatable).")
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=1, show_default=True,
@@ -63,7 +66,7 @@ class _Progress:
 @run_tag_option
 @click.pass_obj
 def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], trial_count: int | None,
-            case_slugs: str | None, modes: tuple[str, ...], max_concurrency: int, resume: int | None,
+            axes: tuple[str, ...], case_slugs: str | None, modes: tuple[str, ...], max_concurrency: int, resume: int | None,
             ollama_host: str | None, name: str | None, run_tags: tuple[str, ...]) -> None:
     """Run a subject's cases against one or more models and store every trial.
 
@@ -72,7 +75,8 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
     """
     options = SubjectRunOptions(subject=subject_name, models=models, trial_count=trial_count,
                                 case_slugs=tuple(_split(case_slugs)), modes=modes, max_concurrency=max_concurrency,
-                                resume=resume, ollama_host=ollama_host, name=name, run_tags=run_tags_only(run_tags))
+                                resume=resume, ollama_host=ollama_host, name=name, run_tags=run_tags_only(run_tags),
+                                axes=axes)
     progress = _Progress(enabled=sys.stderr.isatty() and not app.as_json)
     try:
         with resumable(app, "run"):

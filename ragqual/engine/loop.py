@@ -168,6 +168,7 @@ def _record_variants(
             "uri": variant.model, "options": subject.provider_options(variant),
             "system_prompt_sha256": sha256_hex(prompt) if prompt else None,
             "digest": described["digest"],
+            **({"axes": dict(variant.axes)} if variant.axes else {}),
         }
         ids[variant.name] = store.intern_variant(variant.name, described["provider"], described["model"], config)
     return ids

@@ -21,6 +21,7 @@ from typing import Any
 from ragqual.adapters.cache import ResponseCache
 from ragqual.vocab import ChatModel, ChatRequest, ChatResponse
 from ragqual.core.cachekey import response_cache_key
+from ragqual.engine.axes import Axis, key_options
 from ragqual.engine.breaker import CircuitBreaker, breaker_threshold
 from ragqual.engine.subject import Variant
 from ragqual.errors import ModelCallFailed
@@ -52,8 +53,9 @@ class TrialServices:
     """Model access for subjects; safe to use from several worker threads at once."""
 
     def __init__(self, cache: ResponseCache, model_factory: ModelFactory, *, warm_up: bool = True,
-                 breaker: CircuitBreaker | None = None):
+                 breaker: CircuitBreaker | None = None, axes: tuple[Axis, ...] = ()):
         self.cache = cache
+        self.axes = axes
         self.breaker = breaker
         self._factory = model_factory
         self._warm_up = warm_up
@@ -84,10 +86,18 @@ class TrialServices:
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
     def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
+        """The response-cache key. A variant built from declared axes keys on exactly what is
+        declared: every axis value (so a declared axis always changes the key, even where the
+        request would not differ, such as a retrieval setting in oracle mode) and only the options
+        of declared `call` axes (so an undeclared incidental option never changes it)."""
         model = self.model(variant)
+        material = request.key_material()
+        if variant.axes:
+            material = {**material, "options": key_options(request.options, self.axes),
+                        "axes": dict(sorted(variant.axes.items()))}
         return response_cache_key(
             provider=model.provider, model=model.name, digest=model.digest(),
-            request_material=request.key_material(), repeat_index=repeat_index,
+            request_material=material, repeat_index=repeat_index,
         )
 
     def call(self, variant: Variant, request: ChatRequest, repeat_index: int) -> tuple[ChatResponse, str, bool]:
@@ -133,5 +143,5 @@ def services_for(subject: Any, cache: ResponseCache, *, ollama_host: str | None 
     reply = subject.mock_reply if has_mock else None
     return TrialServices(
         cache, lambda uri: make_model(uri, mock_reply=reply, ollama_host=ollama_host), warm_up=warm_up,
-        breaker=CircuitBreaker(breaker_threshold(max_failures)),
+        breaker=CircuitBreaker(breaker_threshold(max_failures)), axes=tuple(getattr(subject, "axes", ())),
     )

@@ -9,12 +9,14 @@ then a call) overrides `run_one` and still reports its output, raw response and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragqual.vocab import ChatMessage, ChatRequest, ChatResponse
 from ragqual.core.scoring import Outcome
+from ragqual.engine import axes as axes_mod
+from ragqual.engine.axes import Axis
 from ragqual.engine.cases import Case
 from ragqual.errors import InputError, RagqualError
 
@@ -28,12 +30,15 @@ class SubjectContractError(RagqualError):
 
 @dataclass(frozen=True)
 class Variant:
-    """One model configuration: a model URI ("mock", "ollama:<model>"...), options, prompt override."""
+    """One model configuration: a model URI ("mock", "ollama:<model>"...), options, prompt override,
+    and, for a variant built from the subject's declared axes, every axis's value (`axes`): they
+    are stored with the variant and enter its cache key (`engine.services`)."""
 
     name: str
     model: str
     options: dict[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
+    axes: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name or not self.model:
@@ -44,13 +49,15 @@ class Variant:
         return self.model.split(":", 1)[0]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "model": self.model, "options": dict(self.options),
+        """The variant as JSON; `axes` only when it has some, so runs stored before axes read the same."""
+        data = {"name": self.name, "model": self.model, "options": dict(self.options),
                 "system_prompt": self.system_prompt}
+        return {**data, "axes": dict(self.axes)} if self.axes else data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Variant:
         return cls(name=data["name"], model=data["model"], options=dict(data.get("options") or {}),
-                   system_prompt=data.get("system_prompt"))
+                   system_prompt=data.get("system_prompt"), axes=dict(data.get("axes") or {}))
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,10 @@ class Subject:
     system_prompt: str = ""
     modes: tuple[str, ...] = ("",)
     run_kind: str = "subject"
+    axes: tuple[Axis, ...] = ()
+    """What may be varied (`engine.axes`): the CLI's `--axis`, the picker and the cache key read it."""
+    prompt_versions: Mapping[str, str] = {}
+    """System prompts by version, for an axis that `enters="prompt"` (its values are these keys)."""
 
     # -- what to run -----------------------------------------------------------------------
     def cases(self) -> list[Case]:
@@ -101,6 +112,25 @@ class Subject:
     def default_variants(self, models: Sequence[str]) -> list[Variant]:
         """One variant per model URI, named after it."""
         return [Variant(name=uri, model=uri) for uri in models]
+
+    def axis_variants(self, chosen: Mapping[str, Sequence[Any]]) -> list[Variant]:
+        """One variant per combination of the chosen axis values (`engine.axes.cross`), each
+        carrying every declared axis's value; `chosen` is validated against `axes` first."""
+        checked = axes_mod.validate_choice(chosen, self.axes, self.name)
+        models = axes_mod.of_kind(self.axes, "model")
+        model_axis = models[0].name if models else None
+        prompts = axes_mod.of_kind(self.axes, "prompt")
+        variants = []
+        for values in axes_mod.cross(checked, self.axes):
+            prompt = values.get(prompts[0].name) if prompts else None
+            variants.append(Variant(
+                name=axes_mod.variant_name(values, list(checked), model_axis),
+                model=str(values[model_axis]) if model_axis else "mock",
+                options=axes_mod.call_options(values, self.axes),
+                system_prompt=self.prompt_versions[prompt] if prompt is not None else None,
+                axes=values,
+            ))
+        return variants
 
     def provider_options(self, variant: Variant) -> dict[str, Any]:
         """Sampling options sent with every request; keep this stable, it is in the cache key."""
@@ -128,6 +158,15 @@ class Subject:
             telemetry=Telemetry.from_response(response), rendered_prompt=rendered_messages(request),
             context=None, cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
+
+    def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
+                     services: TrialServices) -> list[str] | None:
+        """The response-cache keys a trial will ask for, known before it runs (the picker counts
+        the expected cache hits with them); None when they depend on what the trial finds (a
+        subject with its own `run_one` that does not say)."""
+        if type(self).run_one is not Subject.run_one:
+            return None
+        return [services.cache_key(variant, self.build_request(case, variant, mode), repeat_index)]
 
     def parse(self, raw: Any) -> Any:
         """Rebuild the output from a stored raw response (used again, offline, by rescore).

@@ -20,6 +20,14 @@ Rules:
 4. Never narrate retrieval: do not write "according to the context", "the passages", "the knowledge base" or "the documents"; just answer.
 5. Do not show your reasoning."""
 
+RAG_SYSTEM_PROMPT_V2 = """Answer the question from the numbered passages in the user's message and from nothing else.
+State the specific facts asked for, numbers with their units, in at most two sentences.
+When the passages do not contain the answer, reply only: I don't know.
+Do not mention the passages, the context or your reasoning."""
+
+RAG_SYSTEM_PROMPTS = {"v1": RAG_SYSTEM_PROMPT, "v2": RAG_SYSTEM_PROMPT_V2}
+"""The system prompt versions the RAG subject's `prompt` axis chooses from."""
+
 REWRITE_SYSTEM_PROMPT = """Rewrite the user's last message as one standalone search question.
 Replace pronouns with what they refer to in the conversation. Reply with the question only."""
 

@@ -20,6 +20,7 @@ from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
 from ragqual.core.scoring import Outcome
+from ragqual.engine.axes import Axis
 from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes, TrialContext
 from ragqual.engine.cases import Case
 from ragqual.engine.services import TrialServices
@@ -92,11 +93,32 @@ def _telemetry(responses: Sequence[ChatResponse]) -> Telemetry:
     return total
 
 
+def rag_axes(options: dict[str, Any], config: RetrievalConfig) -> tuple[Axis, ...]:
+    """The RAG subject's axes; their defaults are the subject's configured options and retrieval
+    settings, so `--axis` varies what it names and keeps what the other flags set."""
+    return (
+        Axis("model", "str", "mock", "model", help="model URI: mock, ollama:<model>, openai:<url>#<model>"),
+        Axis("temperature", "float", options.get("temperature", 0), "call", low=0, high=2, help="sampling temperature"),
+        Axis("seed", "int", options.get("seed", 42), "call", low=0, help="sampling seed"),
+        Axis("num_ctx", "int", options.get("num_ctx"), "call", low=256, nullable=True,
+             help="context window in tokens (none: the server's default)"),
+        Axis("num_predict", "int", options.get("num_predict"), "call", low=1, nullable=True,
+             help="maximum answer tokens (none: no limit)"),
+        Axis("prompt", "str", "v1", "prompt", choices=tuple(prompt.RAG_SYSTEM_PROMPTS), help="system prompt version"),
+        Axis("strategy", "str", config.strategy, "retrieval", choices=STRATEGIES, help="retrieval strategy (e2e)"),
+        Axis("context_k", "int", config.context_k, "retrieval", low=1, high=100, help="chunks given to the model (e2e)"),
+        Axis("candidate_k", "int", config.candidate_k, "retrieval", low=1, high=1000, help="candidates ranked (e2e)"),
+        Axis("threshold", "float", config.threshold, "retrieval", low=-1, high=1, nullable=True,
+             help="dense similarity cut-off for the context (e2e; none: no cut-off)"),
+    )
+
+
 class RagSubject(Subject):
     name = "rag"
     system_prompt = prompt.RAG_SYSTEM_PROMPT
     modes = MODES
     run_kind = "generation"
+    prompt_versions = prompt.RAG_SYSTEM_PROMPTS
 
     def __init__(self, goldens: Sequence[Golden], documents: Sequence[Document],
                  retriever: Callable[[], Retriever] | None = None,
@@ -110,6 +132,12 @@ class RagSubject(Subject):
         self.retrieval_config = retrieval_config or RetrievalConfig()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
         self._provenance = provenance or {}
+        self.axes = rag_axes(self.options, self.retrieval_config)
+
+    def retrieval_config_for(self, variant: Variant) -> RetrievalConfig:
+        """The retrieval settings of a variant: its `retrieval` axes over the subject's own."""
+        chosen = {a.name: variant.axes[a.name] for a in self.axes if a.enters == "retrieval" and a.name in variant.axes}
+        return self.retrieval_config.with_(**chosen) if chosen else self.retrieval_config
 
     def cases(self) -> list[Case]:
         return [golden_case(g) for g in self.goldens.values()]
@@ -132,7 +160,8 @@ class RagSubject(Subject):
     def golden(self, case: Case) -> Golden:
         return self.goldens[case.id]
 
-    def _passages(self, golden: Golden, mode: str, query: str) -> tuple[list[str], list[str], dict[str, Any] | None]:
+    def _passages(self, golden: Golden, mode: str, query: str,
+                  config: RetrievalConfig) -> tuple[list[str], list[str], dict[str, Any] | None]:
         """(passages, chunk or document ids, the e2e candidate list) for a mode. The candidates
         (ids and dense similarities in rank order) are what `ragqual whatif` recomputes other
         thresholds and context sizes from, with no new search."""
@@ -140,23 +169,24 @@ class RagSubject(Subject):
             return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids), None
         if mode == "e2e":
             retriever = self.retriever()
-            found = retriever.retrieve(query, self.retrieval_config)
+            found = retriever.retrieve(query, config)
             candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
                                           "similarities": list(found.ranking.similarities)}
-            candidates["byStrategy"] = self._other_strategies(retriever, query)
+            candidates["byStrategy"] = self._other_strategies(retriever, query, config)
             return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context], candidates
         if mode == "noretrieval":
             return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
 
-    def _other_strategies(self, retriever: Retriever, query: str) -> dict[str, dict[str, Any]]:
+    def _other_strategies(self, retriever: Retriever, query: str,
+                          config: RetrievalConfig) -> dict[str, dict[str, Any]]:
         """Every other strategy's candidate list for the same query (BM25 and the fusion run in
         process, the dense search is shared): what `ragqual whatif --strategy` reads, so a strategy
         counterfactual needs no new search."""
         out: dict[str, dict[str, Any]] = {}
         for strategy in STRATEGIES:
-            if strategy != self.retrieval_config.strategy:
-                ranking = retriever.retrieve(query, self.retrieval_config.with_(strategy=strategy)).ranking
+            if strategy != config.strategy:
+                ranking = retriever.retrieve(query, config.with_(strategy=strategy)).ranking
                 out[strategy] = {"ids": list(ranking.chunk_ids), "similarities": list(ranking.similarities)}
         return out
 
@@ -171,7 +201,7 @@ class RagSubject(Subject):
             responses.append(response)
             rewrite = response.text.strip() or golden.query
             query = rewrite
-        passages, ids, candidates = self._passages(golden, mode, query)
+        passages, ids, candidates = self._passages(golden, mode, query, self.retrieval_config_for(variant))
         request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
@@ -184,6 +214,16 @@ class RagSubject(Subject):
             rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
             cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
+
+    def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
+                     services: TrialServices) -> list[str] | None:
+        """Known ahead for oracle and noretrieval; an e2e trial's context is what retrieval finds."""
+        if mode == "e2e":
+            return None
+        golden = self.golden(case)
+        passages = self._passages(golden, mode, golden.query, self.retrieval_config_for(variant))[0]
+        request = prompt.answer_request(golden, passages, self.provider_options(variant), self.system_prompt_for(variant))
+        return [services.cache_key(variant, request, repeat_index)]
 
     def parse(self, raw: Any) -> Any:
         return reply_text(raw)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ragqual.vocab import ChatRequest
 from ragqual.core.answer_patterns import THINK_BLOCK_PATTERN
+from ragqual.engine.axes import Axis
 from ragqual.engine.cases import Case, discover_cases
 from ragqual.engine.subject import Subject, SubjectResult, Variant, reply_text
 from ragqual.subjects.sentiment import cases as case_package
@@ -22,7 +23,19 @@ SYSTEM_PROMPT = (
     "You classify the sentiment of one sentence. Reply with exactly one lower-case word: "
     "positive, negative or neutral. No punctuation and no explanation."
 )
+SYSTEM_PROMPT_V2 = (
+    "Decide whether the writer of one sentence is pleased, displeased or neither. Watch for negation "
+    "(\"not bad\") and sarcasm. Reply with exactly one lower-case word: positive, negative or neutral."
+)
 DEFAULT_OPTIONS = {"temperature": 0, "seed": 42, "num_predict": 8}
+
+AXES = (
+    Axis("model", "str", "mock", "model", help="model URI: mock, ollama:<model>, openai:<url>#<model>"),
+    Axis("temperature", "float", 0, "call", low=0, high=2, help="sampling temperature"),
+    Axis("seed", "int", 42, "call", low=0, help="sampling seed"),
+    Axis("num_predict", "int", 8, "call", choices=(8, 32, 256), help="maximum reply tokens"),
+    Axis("prompt", "str", "v1", "prompt", choices=("v1", "v2"), help="system prompt version"),
+)
 
 POSITIVE_WORDS = frozenset({
     "love", "loved", "great", "excellent", "friendly", "fantastic", "happy", "happily", "better",
@@ -52,6 +65,8 @@ def read_label(text: str) -> str | None:
 class SentimentSubject(Subject):
     name = "sentiment"
     system_prompt = SYSTEM_PROMPT
+    axes = AXES
+    prompt_versions = {"v1": SYSTEM_PROMPT, "v2": SYSTEM_PROMPT_V2}
 
     @functools.cache  # noqa: B019 - one subject object per run; the cases never change under it
     def cases(self) -> list[Case]:
