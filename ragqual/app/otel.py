@@ -78,7 +78,7 @@ def run_traces(app: AppContext, run_id: int) -> list[TrialTrace]:
     for stored in run_trials(engine, run_id):
         d = trial_detail(engine, stored.trial_id)
         raw = d.raw_output if isinstance(d.raw_output, dict) else {}
-        backend = raw.get("backend") if isinstance(raw.get("backend"), dict) else {}
+        backend: dict[str, Any] = raw["backend"] if isinstance(raw.get("backend"), dict) else {}
         out.append(TrialTrace(
             run_id=run_id, trial_id=d.trial_id, case_id=d.case_id, mode=d.mode, repeat_index=d.repeat_index,
             provider=d.provider, model=d.model, end_unix_nano=_unix_nano(d.created_at), latency_ms=d.latency_ms,

@@ -121,7 +121,7 @@ def _span(name: str, line: int, index: int, raw: Any) -> Span:
         attrs = decode_attributes(raw.get("attributes", []))
     except (TypeError, ValueError) as exc:
         raise InputError(f"{where}: {exc}") from None
-    return Span(where, raw["traceId"].lower(), sid.lower(), parent.lower(), start, end, attrs)
+    return Span(where, str(raw["traceId"]).lower(), str(sid).lower(), parent.lower(), start, end, attrs)
 
 
 def read_spans(name: str, data: bytes) -> list[Span]:
@@ -171,7 +171,7 @@ def _text_of(message: Any) -> str | None:
         return None
     if isinstance(message.get("content"), str):
         return str(message["content"])
-    texts = [p.get("content") for p in message.get("parts") or []
+    texts = [str(p["content"]) for p in message.get("parts") or []
              if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("content"), str)]
     return "".join(texts) if texts else None
 
