@@ -83,10 +83,11 @@ def decode_attributes(items: Any) -> dict[str, Any]:
 
 # -- reading the file -----------------------------------------------------------------------------
 
-def _requests(name: str, text: str) -> Iterator[tuple[int, Any]]:
-    """(line, request object): the whole file as one object, or one object per non-blank line."""
+def _requests(name: str, text: str) -> Iterator[tuple[str, Any]]:
+    """(where, request object): the whole file as one object (messages then name the span, not a line),
+    or one object per non-blank line (`FILE:LINE`)."""
     try:
-        yield 1, json.loads(text)
+        yield name, json.loads(text)
         return
     except json.JSONDecodeError as whole:
         if whole.msg != "Extra data":
@@ -95,7 +96,7 @@ def _requests(name: str, text: str) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield f"{name}:{number}", json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{name}:{number}: invalid JSON: {exc.msg} at column {exc.colno}") from None
 
@@ -104,11 +105,11 @@ def _hex(value: Any, size: int) -> bool:
     return isinstance(value, str) and len(value) == size and _HEX.fullmatch(value) is not None
 
 
-def _span(name: str, line: int, index: int, raw: Any) -> Span:
+def _span(place: str, index: int, raw: Any) -> Span:
     if not isinstance(raw, dict):
-        raise InputError(f"{name}:{line}: span #{index} is not an object")
+        raise InputError(f"{place}: span #{index} is not an object")
     sid = raw.get("spanId")
-    where = f"{name}:{line}: span {sid}" if isinstance(sid, str) and sid else f"{name}:{line}: span #{index}"
+    where = f"{place}: span {sid}" if isinstance(sid, str) and sid else f"{place}: span #{index}"
     if not _hex(sid, 16):
         raise InputError(f"{where}: spanId must be 16 hex digits (OTLP/JSON), got {sid!r}")
     if not _hex(raw.get("traceId"), 32):
@@ -133,13 +134,13 @@ def read_spans(name: str, data: bytes) -> list[Span]:
     if not text.strip():
         raise InputError(f"{name}: empty file: expected OTLP/JSON traces (an object with resourceSpans)")
     spans: list[Span] = []
-    for line, request in _requests(name, text):
+    for place, request in _requests(name, text):
         if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
-            raise InputError(f"{name}:{line}: not OTLP/JSON traces: expected an object with a resourceSpans list")
+            raise InputError(f"{place}: not OTLP/JSON traces: expected an object with a resourceSpans list")
         for resource in request["resourceSpans"]:
             for scope in (resource or {}).get("scopeSpans") or []:
                 for raw in (scope or {}).get("spans") or []:
-                    spans.append(_span(name, line, len(spans) + 1, raw))
+                    spans.append(_span(place, len(spans) + 1, raw))
     return spans
 
 

@@ -99,7 +99,7 @@ def test_import_bad_input_exits_2_and_writes_nothing(workdir, tmp_path, capsys):
     out = tmp_path / "out"
     code, _, err = _main(["import-traces", str(bad), "--out", str(out)], capsys)
     assert code == 2
-    assert f"{bad}:1: span 00f067aa0ba902b7: traceId must be 32 hex digits" in err
+    assert f"{bad}: span 00f067aa0ba902b7: traceId must be 32 hex digits" in err
     assert not out.exists()
     # a good file into a folder that already has answers from an earlier import: both files replaced together
     good = tmp_path / "good.json"

@@ -38,7 +38,7 @@ def test_genai_traces_give_answers_and_drafts():
         ("otel-5c1e6b0a9d2f4e3b-c3d4e5f60718293a", "what do I do for a bee sting", ["stings-bites", "allergic-reactions"],
          True)]
     # the third chat span recorded no content: named, not guessed
-    assert got.skipped == ["production_rag_traces.json:1: span d4e5f60718293a4b: no output message (was content capture on?)"]
+    assert got.skipped == ["production_rag_traces.json: span d4e5f60718293a4b: no output message (was content capture on?)"]
 
 
 def test_openinference_json_lines():
@@ -58,16 +58,18 @@ def test_ids_are_stable():
 @pytest.mark.parametrize("text, message", [
     ('{"resourceSpans": [\n  {"scopeSpans": [}\n]}', "t.json:2: invalid JSON"),
     ('{"resourceSpans": []}\n{"resourceSpans": [\n', "t.json:2: invalid JSON"),
-    ('{"spans": []}', "t.json:1: not OTLP/JSON traces"),
+    ('{"spans": []}', "t.json: not OTLP/JSON traces"),
+    ('{"resourceSpans": []}\n{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", '
+     '"spanId": "00f067aa0ba9"}]}]}]}', "t.json:2: span 00f067aa0ba9: spanId must be 16 hex digits"),
     ('', "t.json: empty file"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", '
-     '"spanId": "xyz"}]}]}]}', "t.json:1: span xyz: spanId must be 16 hex digits"),
+     '"spanId": "xyz"}]}]}]}', "t.json: span xyz: spanId must be 16 hex digits"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf9", "spanId": "00f067aa0ba902b7"}]}]}]}',
-     "t.json:1: span 00f067aa0ba902b7: traceId must be 32 hex digits"),
+     "t.json: span 00f067aa0ba902b7: traceId must be 32 hex digits"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", '
      '"spanId": "00f067aa0ba902b7", "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},'
      '{"key": "gen_ai.output.messages", "value": {"stringValue": "[{oops"}}]}]}]}]}',
-     "t.json:1: span 00f067aa0ba902b7: gen_ai.output.messages is not JSON"),
+     "t.json: span 00f067aa0ba902b7: gen_ai.output.messages is not JSON"),
     ('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", '
      '"spanId": "00f067aa0ba902b7"}]}]}]}', "t.json: no chat span with an output message among 1 span(s)"),
 ])
