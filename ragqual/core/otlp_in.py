@@ -264,7 +264,7 @@ def parse_trace_file(name: str, data: bytes) -> Imported:
     seen: set[tuple[str, str]] = set()
     drafts: dict[str, tuple[bool, dict[str, Any]]] = {}
     for chat in (s for s in spans if _kind(s) == "chat"):
-        outputs = [text for role, text in _messages(chat, "output") if role in ("assistant", "")]
+        outputs = [text for role, text in _messages(chat, "output") if role in ("assistant", "") and text.strip()]
         if not outputs:
             out.skipped.append(f"{chat.where}: no output message (was content capture on?)")
             continue
