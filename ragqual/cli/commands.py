@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "whatif": ("ragqual.cli.whatif_cmd", "whatif_cmd"),
     "label": ("ragqual.cli.label_cmd", "label_cmd"),
     "labels": ("ragqual.cli.labels_cmd", "labels_group"),
+    "import-traces": ("ragqual.cli.import_traces_cmd", "import_traces_cmd"),
 }
 
 # The first paragraph of each command's help, so `ragqual --help` lists the commands without importing
@@ -56,4 +57,5 @@ SUMMARIES: dict[str, str] = {
     "whatif": "Recompute RUN_ID's contexts at other thresholds, context sizes and strategies from what it stored.",
     "label": "Label RUN_ID's trials by hand: faithfulness, completeness and relevance, yes / no / unsure.",
     "labels": "Import and export human labels (CSV or JSONL) of a run's trials.",
+    "import-traces": "Turn OTLP/JSON traces of a RAG system into an answers file and draft goldens to review.",
 }

@@ -47,6 +47,12 @@ ALL_FIELDS = REQUIRED_FIELDS + OPTIONAL_FIELDS
 
 _BOM = b"\xef\xbb\xbf"
 
+# `ragqual import-traces` writes goldens drafted from production traces with `"draft": true`: the
+# retrieved documents are only candidates and no answer check exists yet, so a draft is refused until
+# a person has reviewed it and removed the flag.
+DRAFT_REFUSED = ('is a draft ("draft": true, from `ragqual import-traces`): review its query and '
+                 'relevantDocIds, add mustInclude patterns, then delete the "draft" key')
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -326,6 +332,8 @@ _TYPE_CHECKS: dict[str, Callable[[str, Any], list[str]]] = {
 
 def _validate(obj: dict[str, Any], known: frozenset[str]) -> list[str]:
     """Every problem with one golden object: shape first, then meaning of the well-typed fields."""
+    if "draft" in obj:
+        return [DRAFT_REFUSED]
     problems = [f"unknown field {k!r}{_suggest(k, ALL_FIELDS)}" for k in obj if k not in ALL_FIELDS]
     problems += [f"missing field {k!r}" for k in REQUIRED_FIELDS if k not in obj]
     typed: dict[str, Any] = {}
