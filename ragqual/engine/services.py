@@ -83,6 +83,15 @@ class TrialServices:
             ensure_available(model)
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
+    def replays(self, variant: Variant) -> bool:
+        """Whether the variant's model replays a file of answers (`answers:`), calling nothing."""
+        return callable(getattr(self.model(variant), "lookup", None))
+
+    def replayed(self, variant: Variant, case_id: str, mode: str) -> tuple[Any, Any]:
+        """(the answers file, its entry for one trial): ModelCallFailed when the file has none."""
+        model: Any = self.model(variant)
+        return model.answers, model.lookup(case_id, mode)
+
     def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
         model = self.model(variant)
         return response_cache_key(
