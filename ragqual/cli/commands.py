@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("ragqual.cli.export_cmd", "export_cmd"),
     "verify": ("ragqual.cli.verify_cmd", "verify_cmd"),
     "whatif": ("ragqual.cli.whatif_cmd", "whatif_cmd"),
+    "judge": ("ragqual.cli.judge_cmd", "judge_cmd"),
 }
 
 # The first paragraph of each command's help, so `ragqual --help` lists the commands without importing
@@ -48,4 +49,5 @@ SUMMARIES: dict[str, str] = {
     "export": "Write RUN_ID's trials and metric values as parquet or csv files.",
     "verify": "Recompute every seal of the history (or of RUN_IDs) and name each row that changed.",
     "whatif": "Recompute RUN_ID's e2e contexts at other thresholds and context sizes from its stored candidates.",
+    "judge": "Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.",
 }

@@ -1,0 +1,57 @@
+"""`ragqual judge RUN`: an LLM judge scores a run's stored answers, in a section of its own."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ragqual.app.context import AppContext
+from ragqual.app.judge_run import TRIAL_CHOICES, JudgeOptions, JudgeOutcome, judge_run
+from ragqual.core import rubrics
+from ragqual.core.display import fmt_rate
+
+
+@click.command("judge")
+@click.argument("run_id", type=int)
+@click.option("--judge", "judge", required=True, metavar="URI",
+              help="The judge model: mock (a lexical test judge), ollama:<model>, openai:<base-url>#<model>, "
+                   "llamacpp:<path-or-alias>.")
+@click.option("--criteria", default=",".join(rubrics.CRITERIA), show_default=True, metavar="A,B",
+              help="Which criteria to judge (comma-separated).")
+@click.option("--samples", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ask each question K times (self-consistency); each sample is its own cache entry.")
+@click.option("--trials", "which", type=click.Choice(TRIAL_CHOICES), default="all", show_default=True,
+              help="Judge every answered trial, or only those whose deterministic score is not perfect.")
+@click.option("--ollama-host", default=None, metavar="URL", help="Ollama server for an ollama: judge.")
+@click.pass_obj
+def judge_cmd(app: AppContext, run_id: int, judge: str, criteria: str, samples: int, which: str,
+              ollama_host: str | None) -> None:
+    """Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.
+
+    Each criterion (faithfulness, completeness, relevance) is one yes/no question from a versioned
+    rubric. The score is P(yes) from token probabilities where the backend gives them (OpenAI-compatible
+    servers, llama.cpp, the mock), else a constrained yes/no (Ollama). Verdicts are appended to the
+    history as a run of kind `judge`; an unreadable reply is a recorded judge error, never a 0. The
+    judge section is printed on its own: it never enters the deterministic scores, pass, or the gate.
+    """
+    options = JudgeOptions(judge=judge, criteria=tuple(rubrics.parse_criteria(criteria)), samples=samples,
+                           trials=which, ollama_host=ollama_host)
+    outcome = judge_run(app, run_id, options)
+    if app.as_json:
+        click.echo(json.dumps(outcome.as_dict(), indent=2))
+        return
+    print_judge_section(outcome)
+
+
+def print_judge_section(o: JudgeOutcome) -> None:
+    click.echo(f"judge run {o.run_id} on run {o.target_run_id}: {o.judge} ({o.method}), {o.trials} trial(s) judged, "
+               f"{o.skipped} left out; {o.model_calls} judge call(s), {o.cache_hits} cache hit(s)")
+    click.echo("")
+    click.echo("judge (an LLM's opinion: not part of the deterministic scores, pass, or the gate)")
+    click.echo("| criterion | mean P(yes) | n | errors | samples | self-consistency |")
+    click.echo("|---|---|---|---|---|---|")
+    for s in o.summaries:
+        consistency = "-" if s.self_consistency is None else fmt_rate(s.self_consistency)
+        mean = "-" if s.mean is None else fmt_rate(s.mean)
+        click.echo(f"| {s.criterion} | {mean} | {s.n} | {s.errors} | {s.samples} | {consistency} |")
