@@ -1,0 +1,186 @@
+"""`ragqual judge RUN`: the mock test judge, a stand-in OpenAI-compatible server returning
+`logprobs` on 127.0.0.1, the response cache, samples, and the append-only judgements table."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from ragqual.core import rubrics
+from tests.cli.conftest import ragqual
+
+
+def _db(root):
+    return sqlite3.connect(root / "eval-results" / "eval.db")
+
+
+def _run(root, capsys, *args):
+    return ragqual(root / "eval-results" / "eval.db", list(args), capsys)
+
+
+@pytest.fixture(scope="module")
+def answered(workdir):
+    """A generation run of 4 questions answered by the mock (e2e, 1 repeat)."""
+    from tests.cli.conftest import invoke
+
+    body = json.loads(invoke("--json", "generation", "--model", "mock", "--limit", "4", "--repeats", "1").stdout)
+    return body["run_id"]
+
+
+def _judge(root, capsys, run_id, *extra):
+    code, out, err = _run(root, capsys, "--json", "judge", str(run_id), *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _rows(root, judge_run):
+    return _db(root).execute("SELECT trial_id, criterion, score, verdict, method, sample_index, cache_key, cache_hit, "
+                             "error, rubric_version, rubric_sha256, judge_model FROM judgements WHERE run_id=? "
+                             "ORDER BY id", (judge_run,)).fetchall()
+
+
+def test_mock_judge_scores_every_trial_and_criterion_into_its_own_run(workdir, answered, capsys):
+    body = _judge(workdir, capsys, answered, "--judge", "mock")
+    assert body["target_run_id"] == answered and body["method"] == "logprobs" and body["trials"] == 4
+    rows = _rows(workdir, body["run_id"])
+    assert len(rows) == 4 * 3
+    assert {r[1] for r in rows} == {f"judge:{c}" for c in rubrics.CRITERIA}
+    assert all(0 < r[2] < 1 and r[8] is None and r[9] == 1 for r in rows)
+    assert {r[10] for r in rows} == {rubrics.rubric(c).sha256 for c in rubrics.CRITERIA}
+    kind, params = _db(workdir).execute("SELECT kind, params FROM runs WHERE id=?", (body["run_id"],)).fetchone()
+    assert kind == "judge" and json.loads(params)["target_run"] == answered
+    stored = {r[0] for r in _db(workdir).execute("SELECT sha256 FROM system_prompts")}
+    assert {rubrics.rubric(c).sha256 for c in rubrics.CRITERIA} <= stored  # rubric texts stored by hash
+    section = {s["criterion"]: s for s in body["judge_section"]}
+    assert section["faithfulness"]["n"] == 4 and section["faithfulness"]["errors"] == 0
+
+
+def test_rerun_is_served_by_the_cache_and_samples_are_distinct_entries(workdir, answered, capsys):
+    first = _judge(workdir, capsys, answered, "--judge", "mock", "--criteria", "relevance", "--samples", "3")
+    assert first["model_calls"] == 4 * 3 and first["cache_hits"] == 0  # a hit never stands for a new sample
+    again = _judge(workdir, capsys, answered, "--judge", "mock", "--criteria", "relevance", "--samples", "3")
+    assert again["model_calls"] == 0 and again["cache_hits"] == 12
+    rows = _rows(workdir, again["run_id"])
+    keys = {(r[0], r[5]): r[6] for r in rows}
+    assert len(set(keys.values())) == 12 and all(r[7] == 1 for r in rows)
+    assert again["judge_section"][0]["self_consistency"] == 1.0  # the mock is deterministic
+
+
+# -- a stand-in OpenAI-compatible server on 127.0.0.1 --------------------------------------------
+
+P_YES = {"faithfulness": (0.6, 0.15), "completeness": (0.05, 0.45)}  # (p(yes-like), p(no-like)) top alternatives
+
+
+class StandIn:
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    @property
+    def uri(self) -> str:
+        return f"openai:http://127.0.0.1:{self.httpd.server_address[1]}/v1#judge"
+
+    def __enter__(self) -> StandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def _reply(body: dict[str, Any]) -> dict[str, Any]:
+    system = body["messages"][0]["content"]
+    criterion = next(c for c in rubrics.CRITERIA if rubrics.rubric(c).text == system)
+    if criterion not in P_YES:  # relevance: the server ignores the request for probabilities
+        return {"choices": [{"message": {"role": "assistant", "content": "Sure, happy to help"}}]}
+    yes, no = P_YES[criterion]
+    top = [{"token": "Yes", "logprob": math.log(yes * 0.75)}, {"token": " yes", "logprob": math.log(yes * 0.25)},
+           {"token": "No", "logprob": math.log(no)}, {"token": "Maybe", "logprob": math.log(1 - yes - no)}]
+    chosen = "Yes" if yes > no else "No"
+    return {"choices": [{"message": {"role": "assistant", "content": chosen},
+                         "logprobs": {"content": [{"token": chosen, "logprob": top[0 if yes > no else 2]["logprob"],
+                                                   "top_logprobs": top}]}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 1}}
+
+
+def _handler(server: StandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send({"data": [{"id": "judge"}]})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            server.bodies.append(body)
+            self._send(_reply(body))
+
+    return Handler
+
+
+def test_openai_judge_reads_p_yes_exactly_and_records_unreadable_replies(workdir, answered, capsys):
+    with StandIn() as server:
+        body = _judge(workdir, capsys, answered, "--judge", server.uri)
+    assert body["method"] == "logprobs" and body["model_calls"] == 4 * 3
+    assert all(b["logprobs"] is True and b["top_logprobs"] == 10 for b in server.bodies)
+    rows = _rows(workdir, body["run_id"])
+    by = {}
+    for r in rows:
+        by.setdefault(r[1], []).append(r)
+    for criterion, (yes, no) in P_YES.items():
+        assert [r[2] for r in by[f"judge:{criterion}"]] == pytest.approx([yes / (yes + no)] * 4)
+    assert all(r[2] is None and r[3] is None and "no token log-probabilities" in r[8]
+               for r in by["judge:relevance"])  # an unreadable reply is an error, never a 0
+    section = {s["criterion"]: s for s in body["judge_section"]}
+    assert (section["faithfulness"]["mean"], section["completeness"]["mean"]) == pytest.approx((0.8, 0.1))
+    assert section["relevance"]["mean"] is None and section["relevance"]["errors"] == 4
+
+
+def test_failing_only_and_bad_input(workdir, answered, capsys):
+    failing = _judge(workdir, capsys, answered, "--judge", "mock", "--trials", "failing", "--criteria", "relevance")
+    passed = _db(workdir).execute("SELECT SUM(perfect) FROM v_trials WHERE run_id=?", (answered,)).fetchone()[0]
+    assert failing["trials"] == 4 - passed and failing["skipped"] == passed
+    for args, message in ((["--criteria", "tone"], "unknown judge criterion 'tone'"),
+                          (["--judge", "gpt:4"], "unknown model 'gpt:4'")):
+        code, _, err = _run(workdir, capsys, "judge", str(answered), *(["--judge", "mock"] + args
+                                                                       if args[0] != "--judge" else args))
+        assert code == 2 and message in err
+    code, _, err = _run(workdir, capsys, "judge", "999", "--judge", "mock")
+    assert code == 2 and "no run with id 999" in err
+
+
+def test_judge_rows_are_append_only_sealed_and_verified(workdir, answered, capsys):
+    body = _judge(workdir, capsys, answered, "--judge", "mock", "--criteria", "faithfulness")
+    db = _db(workdir)
+    for statement in ("UPDATE judgements SET score = 1", "DELETE FROM judgements"):
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            db.execute(statement)
+    code, out, err = _run(workdir, capsys, "verify", str(body["run_id"]))
+    assert code == 0, out + err
+    for name, in db.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND tbl_name='judgements'").fetchall():
+        db.execute(f"DROP TRIGGER {name}")
+    db.execute("UPDATE judgements SET score = 0.5 WHERE run_id = ?", (body["run_id"],))
+    db.commit()
+    code, out, err = _run(workdir, capsys, "verify", str(body["run_id"]))
+    assert code != 0 and "judgements row" in out + err and "edited" in out + err
