@@ -104,7 +104,7 @@ def parse_line(path: str, line: int, text: str) -> AnswerEntry:
     """One non-blank line as an entry; InputError naming file and line when it is not one."""
     try:
         obj = json.loads(text)
-    except ValueError as err:
+    except json.JSONDecodeError as err:
         raise _fail(path, line, f"not JSON ({err.msg})") from None
     if not isinstance(obj, dict):
         raise _fail(path, line, "each line must be a JSON object")

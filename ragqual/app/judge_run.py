@@ -222,3 +222,150 @@ def _one(judge: _Judge, trial: StoredTrial, rubric: rubrics.Rubric, method: str,
                        rubric_sha256=rubric.sha256, judge_model=options.judge, judge_digest=judge.digest,
                        sample_index=sample, cache_key=key, cache_hit=hit, raw=raw, error=reading.error)
     return row, reading
+
+
+# -- pairwise: two runs' answers to the same question, in both orders ---------------------------
+
+@dataclass(frozen=True)
+class PairSummary:
+    criterion: str
+    p_better: float | None  # mean over pairs of P(RUN's answer is better), both orders averaged
+    wins: int
+    losses: int
+    n: int  # pairs with both orders readable
+    errors: int  # replies that could not be read
+    position_consistency: float | None  # share of pairs whose winner did not change with the order
+
+
+@dataclass
+class PairOutcome:
+    run_id: int
+    target_run_id: int
+    other_run_id: int
+    judge: str
+    method: str
+    pairs: int
+    unmatched: int
+    model_calls: int = 0
+    cache_hits: int = 0
+    summaries: list[PairSummary] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "target_run_id": self.target_run_id, "other_run_id": self.other_run_id,
+                "judge": self.judge, "method": self.method, "pairs": self.pairs, "unmatched": self.unmatched,
+                "model_calls": self.model_calls, "cache_hits": self.cache_hits,
+                "pairwise_section": [s.__dict__ for s in self.summaries]}
+
+
+def _one_variant(store: RunStore, run_id: int) -> list[StoredTrial]:
+    """The answered trials of the run's one model (the `mock` ceiling line beside it is left out)."""
+    trials = [t for t in run_trials(store.engine, run_id) if t.error is None]
+    names = sorted({t.variant for t in trials})
+    chosen = [n for n in names if n != "mock"] or names
+    if len(chosen) > 1:
+        raise InputError(f"run {run_id} answered with several models ({', '.join(chosen)}): pairwise judging "
+                         "compares one model's answers per run")
+    return [t for t in trials if t.variant in chosen]
+
+
+def pair_trials(store: RunStore, run_id: int, other_id: int) -> tuple[list[tuple[StoredTrial, StoredTrial]], int]:
+    """(trials of the two runs matched on question, mode and repeat; how many found no partner). When
+    either run has a single mode the mode is not matched, so an e2e run can face a noretrieval run."""
+    mine, theirs = _one_variant(store, run_id), _one_variant(store, other_id)
+    one_mode = len({t.mode for t in mine}) == 1 or len({t.mode for t in theirs}) == 1
+
+    def key(t: StoredTrial) -> tuple[str, str, int]:
+        return (t.case_id, "" if one_mode else t.mode, t.repeat_index)
+
+    index = {key(t): t for t in theirs}
+    pairs = [(t, index[key(t)]) for t in mine if key(t) in index]
+    return pairs, len(mine) + len(theirs) - 2 * len(pairs)
+
+
+def pair_request(rubric: rubrics.Rubric, first: StoredTrial, second: StoredTrial, method: str) -> ChatRequest:
+    options: dict[str, Any] = {"temperature": 0, "seed": 42}
+    fmt: dict[str, Any] | None = None
+    if method == "logprobs":
+        options.update({"logprobs": True, "top_logprobs": TOP_LOGPROBS, "num_predict": 4})
+    else:
+        options["num_predict"] = 16
+        fmt = judging.PAIR_SCHEMA
+    message = rubrics.pair_input(question_of(first), (first.context or "", answer_of(first)),
+                                 (second.context or "", answer_of(second)))
+    return ChatRequest(system=rubric.text, messages=(ChatMessage("user", message),), options=options, format=fmt)
+
+
+def judge_pairwise(app: AppContext, run_id: int, other_id: int, options: JudgeOptions) -> PairOutcome:
+    """Judge RUN's answers against OTHER's on the same questions, each pair in both orders."""
+    if options.samples != 1:
+        raise InputError("--samples is for yes/no judging; pairwise judging asks each pair once in each order")
+    store = app.store(auto_create=False)
+    target = store.get_run(run_id)
+    store.get_run(other_id)
+    criteria = [rubrics.pair_rubric(c) for c in options.criteria]
+    pairs, unmatched = pair_trials(store, run_id, other_id)
+    if not pairs:
+        raise InputError(f"runs {run_id} and {other_id} have no answered question in common (same case, mode "
+                         "and repeat)")
+    model = build_judge(options.judge, options.ollama_host)
+    if app.cache_mode != "replay":
+        ensure_available(model)
+    judge, method = _Judge(app, model), method_for(model)
+    params = {"target_run": run_id, "pairwise": other_id, "judge": options.judge, "judge_digest": judge.digest,
+              "method": method, "criteria": [c.criterion for c in criteria], "cache": app.cache_mode,
+              "rubrics": {c.criterion: {"version": c.version, "sha256": c.sha256, "pairwise": True} for c in criteria}}
+    for c in criteria:
+        store.intern_system_prompt(c.text)
+    judge_id = store.start_run("judge", target.subject, capture(argv=sys.argv, params=params,
+                                                                 prompt_hashes=[c.sha256 for c in criteria]))
+    outcome = PairOutcome(judge_id, run_id, other_id, options.judge, method, len(pairs), unmatched)
+    try:
+        rows, summaries = _pairs_all(judge, pairs, criteria, method, options, other_id)
+        judgements.append_judgements(store, judge_id, run_id, rows)
+    except BaseException as exc:
+        store.add_event(judge_id, "failed", canonical_json({"error": f"{type(exc).__name__}: {exc}"}))
+        raise
+    outcome.model_calls, outcome.cache_hits, outcome.summaries = judge.calls, judge.hits, summaries
+    store.add_event(judge_id, "finished", canonical_json({"pairs": len(pairs), "model_calls": judge.calls,
+                                                          "cache_hits": judge.hits}))
+    return outcome
+
+
+def _pairs_all(judge: _Judge, pairs: Sequence[tuple[StoredTrial, StoredTrial]], criteria: Sequence[rubrics.Rubric],
+               method: str, options: JudgeOptions, other_id: int) -> tuple[list[JudgementRow], list[PairSummary]]:
+    rows: list[JudgementRow] = []
+    summaries = []
+    for rubric in criteria:
+        firsts: list[str | None] = []
+        swaps: list[str | None] = []
+        p_better: list[float] = []
+        errors = 0
+        for mine, theirs in pairs:
+            winners: list[str | None] = []
+            scores: list[float] = []
+            for order, (a, b) in enumerate(((mine, theirs), (theirs, mine))):
+                response, key, hit, failed = judge.ask(pair_request(rubric, a, b, method), order)
+                reading = (judging.Reading(None, None, failed) if response is None
+                           else judging.read_pair(method, response.raw, response.text))
+                mine_p = None if reading.score is None else (reading.score if order == 0 else 1 - reading.score)
+                winners.append(None if mine_p is None else ("run" if mine_p >= 0.5 else "other"))
+                errors += reading.error is not None
+                if mine_p is not None:
+                    scores.append(mine_p)
+                raw = {} if response is None else {"text": response.text, "backend": response.raw}
+                rows.append(JudgementRow(
+                    trial_id=mine.trial_id, criterion=f"pairwise-{rubric.criterion}", score=mine_p,
+                    verdict=None if mine_p is None else ("yes" if mine_p >= 0.5 else "no"), method=method,
+                    rubric_version=rubric.version, rubric_sha256=rubric.sha256, judge_model=options.judge,
+                    judge_digest=judge.digest, sample_index=order, cache_key=key, cache_hit=hit,
+                    raw={**raw, "order": "run-first" if order == 0 else "other-first", "other_run": other_id,
+                         "other_trial": theirs.trial_id}, error=reading.error))
+            firsts.append(winners[0])
+            swaps.append(winners[1])
+            if len(scores) == 2:
+                p_better.append(sum(scores) / 2)
+        summaries.append(PairSummary(
+            rubric.criterion, sum(p_better) / len(p_better) if p_better else None,
+            sum(p > 0.5 for p in p_better), sum(p < 0.5 for p in p_better), len(p_better), errors,
+            judging.position_consistency(firsts, swaps)))
+    return rows, summaries

@@ -7,7 +7,8 @@ import json
 import click
 
 from ragqual.app.context import AppContext
-from ragqual.app.judge_run import TRIAL_CHOICES, JudgeOptions, JudgeOutcome, judge_run
+from ragqual.app.judge_run import (TRIAL_CHOICES, JudgeOptions, JudgeOutcome, PairOutcome, judge_pairwise,
+                                   judge_run)
 from ragqual.core import rubrics
 from ragqual.core.display import fmt_rate
 
@@ -23,10 +24,13 @@ from ragqual.core.display import fmt_rate
               help="Ask each question K times (self-consistency); each sample is its own cache entry.")
 @click.option("--trials", "which", type=click.Choice(TRIAL_CHOICES), default="all", show_default=True,
               help="Judge every answered trial, or only those whose deterministic score is not perfect.")
+@click.option("--pairwise", "other", type=int, default=None, metavar="OTHER_RUN",
+              help="Compare RUN's answers with OTHER_RUN's on the same questions, each pair in both orders "
+                   "(reports position consistency).")
 @click.option("--ollama-host", default=None, metavar="URL", help="Ollama server for an ollama: judge.")
 @click.pass_obj
 def judge_cmd(app: AppContext, run_id: int, judge: str, criteria: str, samples: int, which: str,
-              ollama_host: str | None) -> None:
+              other: int | None, ollama_host: str | None) -> None:
     """Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.
 
     Each criterion (faithfulness, completeness, relevance) is one yes/no question from a versioned
@@ -37,6 +41,13 @@ def judge_cmd(app: AppContext, run_id: int, judge: str, criteria: str, samples: 
     """
     options = JudgeOptions(judge=judge, criteria=tuple(rubrics.parse_criteria(criteria)), samples=samples,
                            trials=which, ollama_host=ollama_host)
+    if other is not None:
+        pair = judge_pairwise(app, run_id, other, options)
+        if app.as_json:
+            click.echo(json.dumps(pair.as_dict(), indent=2))
+        else:
+            print_pair_section(pair)
+        return
     outcome = judge_run(app, run_id, options)
     if app.as_json:
         click.echo(json.dumps(outcome.as_dict(), indent=2))
@@ -55,3 +66,17 @@ def print_judge_section(o: JudgeOutcome) -> None:
         consistency = "-" if s.self_consistency is None else fmt_rate(s.self_consistency)
         mean = "-" if s.mean is None else fmt_rate(s.mean)
         click.echo(f"| {s.criterion} | {mean} | {s.n} | {s.errors} | {s.samples} | {consistency} |")
+
+
+def print_pair_section(o: PairOutcome) -> None:
+    click.echo(f"judge run {o.run_id}: run {o.target_run_id} against run {o.other_run_id}, {o.judge} ({o.method}), "
+               f"{o.pairs} pair(s) in both orders, {o.unmatched} trial(s) without a partner; "
+               f"{o.model_calls} judge call(s), {o.cache_hits} cache hit(s)")
+    click.echo("")
+    click.echo("judge, pairwise (an LLM's opinion: not part of the deterministic scores, pass, or the gate)")
+    click.echo(f"| criterion | P(run {o.target_run_id} better) | wins | losses | n | errors | position consistency |")
+    click.echo("|---|---|---|---|---|---|---|")
+    for s in o.summaries:
+        p = "-" if s.p_better is None else fmt_rate(s.p_better)
+        consistency = "-" if s.position_consistency is None else fmt_rate(s.position_consistency)
+        click.echo(f"| {s.criterion} | {p} | {s.wins} | {s.losses} | {s.n} | {s.errors} | {consistency} |")

@@ -72,8 +72,10 @@ def _alternatives(raw: Mapping[str, Any]) -> list[list[tuple[str, float]]]:
     return out
 
 
-def read_logprobs(raw: Mapping[str, Any]) -> Reading:
-    """P(yes) normalised over the yes/no tokens of the first position that offers either."""
+def read_logprobs(raw: Mapping[str, Any], yes_words: frozenset[str] = YES, no_words: frozenset[str] = NO,
+                  labels: tuple[str, str] = ("yes", "no")) -> Reading:
+    """P(yes) normalised over the yes/no tokens of the first position that offers either (a pairwise
+    verdict passes the words of answer A as `yes_words`, of B as `no_words`, and labels ("a", "b"))."""
     positions = _alternatives(raw)
     if not positions:
         return Reading(None, None, "the reply carries no token log-probabilities")
@@ -81,15 +83,16 @@ def read_logprobs(raw: Mapping[str, Any]) -> Reading:
         seen: dict[str, float] = {}
         for token, logprob in alternatives:
             seen.setdefault(token, logprob)  # a token listed twice (chosen and alternative) counts once
-        yes = sum(math.exp(lp) for t, lp in seen.items() if _word(t) in YES)
-        no = sum(math.exp(lp) for t, lp in seen.items() if _word(t) in NO)
+        yes = sum(math.exp(lp) for t, lp in seen.items() if _word(t) in yes_words)
+        no = sum(math.exp(lp) for t, lp in seen.items() if _word(t) in no_words)
         if yes + no > 0:
             p = yes / (yes + no)
-            return Reading(p, "yes" if p >= 0.5 else "no")
-    return Reading(None, None, "no yes or no token among the reply's token alternatives")
+            return Reading(p, labels[0] if p >= 0.5 else labels[1])
+    return Reading(None, None, f"no {labels[0]} or {labels[1]} token among the reply's token alternatives")
 
 
-def read_constrained(text: str) -> Reading:
+def read_constrained(text: str, yes_words: frozenset[str] = YES, no_words: frozenset[str] = NO,
+                     labels: tuple[str, str] = ("yes", "no")) -> Reading:
     """1.0 / 0.0 from a JSON {"verdict": "yes"|"no"} reply; an error for anything else."""
     try:
         value = json.loads(text)
@@ -97,11 +100,24 @@ def read_constrained(text: str) -> Reading:
         return Reading(None, None, f"the reply is not the JSON verdict asked for: {text.strip()[:80]!r}")
     verdict = value.get("verdict") if isinstance(value, dict) else None
     word = verdict.strip().lower() if isinstance(verdict, str) else None
-    if word in YES:
-        return Reading(1.0, "yes")
-    if word in NO:
-        return Reading(0.0, "no")
-    return Reading(None, None, f"the reply's verdict is neither yes nor no: {text.strip()[:80]!r}")
+    if word in yes_words:
+        return Reading(1.0, labels[0])
+    if word in no_words:
+        return Reading(0.0, labels[1])
+    return Reading(None, None, f"the reply's verdict is neither {labels[0]} nor {labels[1]}: {text.strip()[:80]!r}")
+
+
+A_WORDS, B_WORDS = frozenset({"a"}), frozenset({"b"})
+PAIR_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"verdict": {"type": "string", "enum": ["A", "B"]}}, "required": ["verdict"],
+}
+
+
+def read_pair(method: str, raw: Mapping[str, Any], text: str) -> Reading:
+    """P(answer A is better) and the winner ('a' / 'b') of a pairwise reply."""
+    if method == "logprobs":
+        return read_logprobs(raw, A_WORDS, B_WORDS, ("a", "b"))
+    return read_constrained(text, A_WORDS, B_WORDS, ("a", "b"))
 
 
 @dataclass(frozen=True)

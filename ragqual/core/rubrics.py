@@ -83,3 +83,43 @@ def split_input(message: str) -> tuple[str, str, str]:
     question = head.removeprefix(f"{q}\n")
     context = "" if context == "(none)" else context
     return question.strip(), context.strip(), answer.strip()
+
+
+PAIR_MARKERS = ("### QUESTION", "### CONTEXT A", "### ANSWER A", "### CONTEXT B", "### ANSWER B")
+_PAIR_INTRO = ("You compare two answers given by retrieval-augmented assistants to the same QUESTION; each "
+               "answer comes after the CONTEXT its assistant was given. ")
+_PAIR_TAIL = "Reply with exactly one letter: A or B."
+_PAIR_TEXTS: dict[str, tuple[int, str]] = {
+    "faithfulness": (1, _PAIR_INTRO + "Which answer is better supported by its own CONTEXT, making fewer claims "
+                        f"its CONTEXT does not state? {_PAIR_TAIL}"),
+    "completeness": (1, _PAIR_INTRO + "Which answer more fully gives what the QUESTION asks for? " + _PAIR_TAIL),
+    "relevance": (1, _PAIR_INTRO + "Which answer addresses the QUESTION more directly? " + _PAIR_TAIL),
+}
+
+
+def pair_rubric(criterion: str) -> Rubric:
+    """The pairwise rubric of a criterion (its version counts apart from the yes/no rubric's)."""
+    rubric(criterion)
+    version, text = _PAIR_TEXTS[criterion]
+    return Rubric(criterion, version, text)
+
+
+def pair_input(question: str, first: tuple[str, str], second: tuple[str, str]) -> str:
+    """The pairwise judge's user message: the question, then (context, answer) of A and of B."""
+    q, ca, aa, cb, ab = PAIR_MARKERS
+    return (f"{q}\n{question.strip()}\n\n{ca}\n{first[0].strip() or '(none)'}\n\n{aa}\n{first[1].strip()}\n\n"
+            f"{cb}\n{second[0].strip() or '(none)'}\n\n{ab}\n{second[1].strip()}\n")
+
+
+def split_pair_input(message: str) -> tuple[str, tuple[str, str], tuple[str, str]]:
+    """(question, (context A, answer A), (context B, answer B)) back from `pair_input`'s text."""
+    q, ca, aa, cb, ab = PAIR_MARKERS
+    parts: list[str] = []
+    rest = message
+    for marker in (ca, aa, cb, ab):
+        head, _, rest = rest.partition(f"\n\n{marker}\n")
+        parts.append(head)
+    parts.append(rest)
+    question = parts[0].removeprefix(f"{q}\n").strip()
+    clean = ["" if p.strip() == "(none)" else p.strip() for p in parts[1:]]
+    return question, (clean[0], clean[1]), (clean[2], clean[3])

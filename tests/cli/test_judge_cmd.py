@@ -100,6 +100,10 @@ class StandIn:
 
 def _reply(body: dict[str, Any]) -> dict[str, Any]:
     system = body["messages"][0]["content"]
+    if any(rubrics.pair_rubric(c).text == system for c in rubrics.CRITERIA):  # a judge that always picks A
+        top = [{"token": "A", "logprob": math.log(0.9)}, {"token": "B", "logprob": math.log(0.1)}]
+        return {"choices": [{"message": {"role": "assistant", "content": "A"},
+                             "logprobs": {"content": [{"token": "A", "logprob": math.log(0.9), "top_logprobs": top}]}}]}
     criterion = next(c for c in rubrics.CRITERIA if rubrics.rubric(c).text == system)
     if criterion not in P_YES:  # relevance: the server ignores the request for probabilities
         return {"choices": [{"message": {"role": "assistant", "content": "Sure, happy to help"}}]}
@@ -155,6 +159,32 @@ def test_openai_judge_reads_p_yes_exactly_and_records_unreadable_replies(workdir
     section = {s["criterion"]: s for s in body["judge_section"]}
     assert (section["faithfulness"]["mean"], section["completeness"]["mean"]) == pytest.approx((0.8, 0.1))
     assert section["relevance"]["mean"] is None and section["relevance"]["errors"] == 4
+
+
+@pytest.fixture(scope="module")
+def declined(workdir):
+    """The same 4 questions answered with no retrieval (the mock then declines)."""
+    from tests.cli.conftest import invoke
+
+    body = json.loads(invoke("--json", "generation", "--model", "mock", "--mode", "noretrieval", "--limit", "4",
+                             "--repeats", "1").stdout)
+    return body["run_id"]
+
+
+def test_pairwise_runs_both_orders_and_reports_position_consistency(workdir, answered, declined, capsys):
+    body = _judge(workdir, capsys, answered, "--judge", "mock", "--pairwise", str(declined),
+                  "--criteria", "faithfulness")
+    assert body["pairs"] == 4 and body["model_calls"] == 8
+    (section,) = body["pairwise_section"]
+    assert section["wins"] == 4 and section["position_consistency"] == 1.0  # grounded answers beat declining ones
+    rows = _rows(workdir, body["run_id"])
+    assert {(r[1], r[5]) for r in rows} == {("judge:pairwise-faithfulness", 0), ("judge:pairwise-faithfulness", 1)}
+    with StandIn() as server:  # a judge that always answers "A": every verdict flips with the order
+        biased = _judge(workdir, capsys, answered, "--judge", server.uri, "--pairwise", str(declined),
+                        "--criteria", "relevance")
+    (section,) = biased["pairwise_section"]
+    assert section["position_consistency"] == 0.0 and section["p_better"] == pytest.approx(0.5)
+    assert section["wins"] == section["losses"] == 0
 
 
 def test_failing_only_and_bad_input(workdir, answered, capsys):
