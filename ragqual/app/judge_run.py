@@ -25,6 +25,7 @@ from ragqual.adapters.model_registry import make_model, split_uri
 from ragqual.adapters.provenance import capture
 from ragqual.app.context import AppContext
 from ragqual.core import judging, rubrics
+from ragqual.core.agreement import swap_consistency
 from ragqual.core.cachekey import response_cache_key
 from ragqual.core.hashing import canonical_json
 from ragqual.engine.services import ensure_available
@@ -348,7 +349,7 @@ def _pairs_all(judge: _Judge, pairs: Sequence[tuple[StoredTrial, StoredTrial]], 
                 reading = (judging.Reading(None, None, failed) if response is None
                            else judging.read_pair(method, response.raw, response.text))
                 mine_p = None if reading.score is None else (reading.score if order == 0 else 1 - reading.score)
-                winners.append(None if mine_p is None else ("run" if mine_p >= 0.5 else "other"))
+                winners.append(None if mine_p is None else ("a" if mine_p >= 0.5 else "b"))  # a = RUN
                 errors += reading.error is not None
                 if mine_p is not None:
                     scores.append(mine_p)
@@ -367,5 +368,5 @@ def _pairs_all(judge: _Judge, pairs: Sequence[tuple[StoredTrial, StoredTrial]], 
         summaries.append(PairSummary(
             rubric.criterion, sum(p_better) / len(p_better) if p_better else None,
             sum(p > 0.5 for p in p_better), sum(p < 0.5 for p in p_better), len(p_better), errors,
-            judging.position_consistency(firsts, swaps)))
+            swap_consistency(firsts, swaps).share))
     return rows, summaries

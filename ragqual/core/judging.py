@@ -144,13 +144,6 @@ def summarise(criterion: str, by_trial: Mapping[int, Sequence[Reading]], samples
                             sum(agree) / len(agree) if agree else None)
 
 
-def position_consistency(first: Sequence[str | None], swapped: Sequence[str | None]) -> float | None:
-    """Share of pairs judged the same way in both orders: `first[i]` names the winner ('a'/'b')
-    when A is shown first, `swapped[i]` when B is; pairs with an unreadable verdict are left out."""
-    pairs = [(x, y) for x, y in zip(first, swapped, strict=True) if x is not None and y is not None]
-    return sum(x == y for x, y in pairs) / len(pairs) if pairs else None
-
-
 _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?")
 _STOP = frozenset("""a an the and or but if of to in on at for with by from as is are was were be been it its this that
 these those there their they you your we our i me my do does did can could should would will may might must not

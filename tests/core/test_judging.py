@@ -60,10 +60,6 @@ def test_summary_averages_samples_per_trial_and_counts_errors_apart():
     assert s.self_consistency == 0.5  # trial 1 agrees with itself, trial 2 does not; 3 has no readable pair
 
 
-def test_position_consistency_leaves_unreadable_pairs_out():
-    assert judging.position_consistency(["a", "b", "a", None], ["a", "a", "a", "b"]) == pytest.approx(2 / 3)
-
-
 def test_lexical_test_judge_is_meaningful():
     context = "Boil water for 1 minute at a rolling boil. At altitude boil for 3 minutes."
     faithful = judging.lexical_p_yes("faithfulness", "How long to boil water?", context, "Boil water 1 minute.")
