@@ -13,7 +13,25 @@ from ragqual.core import rubrics
 from ragqual.core.display import fmt_rate
 
 
-@click.command("judge")
+class _JudgeGroup(click.Group):
+    """`ragqual judge RUN ...` judges (the `run` subcommand, implied); `ragqual judge audit RUN` audits."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("judge", cls=_JudgeGroup)
+def judge_cmd() -> None:
+    """Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.
+
+    `ragqual judge RUN_ID --judge URI [...]` judges (see `ragqual judge run --help`);
+    `ragqual judge audit RUN_ID` measures the judge's agreement with human labels.
+    """
+
+
+@judge_cmd.command("run")
 @click.argument("run_id", type=int)
 @click.option("--judge", "judge", required=True, metavar="URI",
               help="The judge model: mock (a lexical test judge), ollama:<model>, openai:<base-url>#<model>, "
@@ -29,7 +47,7 @@ from ragqual.core.display import fmt_rate
                    "(reports position consistency).")
 @click.option("--ollama-host", default=None, metavar="URL", help="Ollama server for an ollama: judge.")
 @click.pass_obj
-def judge_cmd(app: AppContext, run_id: int, judge: str, criteria: str, samples: int, which: str,
+def judge_run_cmd(app: AppContext, run_id: int, judge: str, criteria: str, samples: int, which: str,
               other: int | None, ollama_host: str | None) -> None:
     """Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.
 
