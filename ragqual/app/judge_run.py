@@ -124,7 +124,7 @@ def pick_trials(store: RunStore, run_id: int, which: str) -> tuple[list[StoredTr
     if which not in TRIAL_CHOICES:
         raise InputError(f"--trials must be one of {', '.join(TRIAL_CHOICES)}, got {which!r}")
     trials = run_trials(store.engine, run_id)
-    passed = judgements.trial_passed(store, run_id) if which == "failing" else {}
+    passed = judgements.trial_passed(store.engine, run_id) if which == "failing" else {}
     chosen = [t for t in trials if t.error is None and not passed.get(t.trial_id, False)]
     return chosen, len(trials) - len(chosen)
 

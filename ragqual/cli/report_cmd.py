@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import click
@@ -10,6 +10,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.failures import failure_rows
+from ragqual.app.judge_report import judge_sections
 from ragqual.app.run_report import build_report
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head, run_info, unsealed_rows
@@ -76,6 +77,7 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
         emit_document(*document, output_format(fmt, app.as_json))
         return
     report = build_report(app.history(), info, by, scorer_name, scorer_version)
+    report = replace(report, sections=[*report.sections, *judge_sections(app.history(), info.id)])
     if fmt == "html":
         from ragqual.app.whatif_run import page_whatif
         from ragqual.reports.run import run_page

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Engine, inspect, text
 from sqlalchemy.orm import Session
 
 from ragqual.store.models import JudgeAudit, Judgement
@@ -92,15 +92,15 @@ def _row(r: Any) -> JudgementRow:
                         cache_hit=bool(r.cache_hit), raw=json.loads(r.raw), error=r.error)
 
 
-def judge_run_rows(store: RunStore, judge_run_id: int) -> list[JudgementRow]:
+def judge_run_rows(engine: Engine, judge_run_id: int) -> list[JudgementRow]:
     """Every covered verdict a judge run wrote, in the order written."""
     sql = text(f"SELECT {_COLUMNS} FROM judgements j WHERE j.run_id = :r AND {covered('judgements', 'j.id')} "
                "ORDER BY j.id")
-    with store.engine.connect() as conn:
+    with engine.connect() as conn:
         return [_row(r) for r in conn.execute(sql, {"r": judge_run_id})]
 
 
-def current_judgements(store: RunStore, target_run_id: int, criterion: str | None = None) -> list[JudgementRow]:
+def current_judgements(engine: Engine, target_run_id: int, criterion: str | None = None) -> list[JudgementRow]:
     """The verdicts on run `target_run_id`: for each (trial, criterion, judge model, rubric, sample)
     the newest covered row, so a rerun of the same judge supersedes, and other judges stay beside."""
     where = "j.target_run_id = :t" + (" AND j.criterion = :c" if criterion else "")
@@ -112,22 +112,27 @@ def current_judgements(store: RunStore, target_run_id: int, criterion: str | Non
     params: dict[str, Any] = {"t": target_run_id}
     if criterion:
         params["c"] = PREFIX + criterion
-    with store.engine.connect() as conn:
+    with engine.connect() as conn:
         return [_row(r) for r in conn.execute(sql, params)]
 
 
-def audits(store: RunStore, run_id: int) -> list[AuditRow]:
+def audits(engine: Engine, run_id: int) -> list[AuditRow]:
     """Every covered audit of run `run_id`, oldest first."""
     sql = text(f"SELECT id, run_id, criterion, rubric_sha256, judge_model, judge_digest, payload FROM judge_audits a "
                f"WHERE a.run_id = :r AND {covered('judge_audits', 'a.id')} ORDER BY a.id")
-    with store.engine.connect() as conn:
+    with engine.connect() as conn:
         return [AuditRow(id=r.id, run_id=r.run_id, criterion=r.criterion, rubric_sha256=r.rubric_sha256,
                          judge_model=r.judge_model, judge_digest=r.judge_digest, payload=json.loads(r.payload))
                 for r in conn.execute(sql, {"r": run_id})]
 
 
-def trial_passed(store: RunStore, run_id: int) -> dict[int, bool]:
+def trial_passed(engine: Engine, run_id: int) -> dict[int, bool]:
     """Per trial of a run, whether its newest covered score is perfect (what `--trials failing` skips)."""
     sql = text("SELECT trial_id, perfect FROM v_trials WHERE run_id = :r")
-    with store.engine.connect() as conn:
+    with engine.connect() as conn:
         return {int(r.trial_id): bool(r.perfect) for r in conn.execute(sql, {"r": run_id})}
+
+
+def has_tables(engine: Engine) -> bool:
+    """Whether the database has the judge tables (migration 0010): an older history has no verdicts."""
+    return inspect(engine).has_table("judgements")

@@ -187,6 +187,23 @@ def test_pairwise_runs_both_orders_and_reports_position_consistency(workdir, ans
     assert section["wins"] == section["losses"] == 0
 
 
+def test_report_shows_the_judge_in_its_own_section_and_leaves_the_scores_alone(workdir, capsys):
+    from tests.cli.conftest import invoke
+
+    fresh = json.loads(invoke("--json", "generation", "--model", "mock", "--limit", "3", "--repeats", "1",
+                              "--seed", "5").stdout)["run_id"]
+    code, before, _ = _run(workdir, capsys, "report", str(fresh), "--format", "json")
+    assert code == 0 and "judge" not in json.loads(before)
+    _judge(workdir, capsys, fresh, "--judge", "mock", "--criteria", "faithfulness")
+    code, after, _ = _run(workdir, capsys, "report", str(fresh), "--format", "json")
+    body, earlier = json.loads(after), json.loads(before)
+    assert body["groups"] == earlier["groups"]  # the deterministic table is unchanged by judging
+    (row,) = body["judge"]
+    assert row["criterion"] == "faithfulness" and row["n"] == 3 and row["errors"] == 0 and row["kappa"] is None
+    code, text, _ = _run(workdir, capsys, "report", str(fresh), "--format", "markdown")
+    assert code == 0 and "judge" in text and "faithfulness" in text
+
+
 def test_failing_only_and_bad_input(workdir, answered, capsys):
     failing = _judge(workdir, capsys, answered, "--judge", "mock", "--trials", "failing", "--criteria", "relevance")
     passed = _db(workdir).execute("SELECT SUM(perfect) FROM v_trials WHERE run_id=?", (answered,)).fetchone()[0]
