@@ -1,7 +1,7 @@
 """Judge verdicts and agreement audits: `judgements` and `judge_audits`.
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 Create Date: 2026-12-02
 
 A `ragqual judge` invocation is a run of kind `judge` in `runs` (argv, params, provenance like
@@ -30,7 +30,7 @@ from alembic import op
 from ragqual.store.guards import guard_statements
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 

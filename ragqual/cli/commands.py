@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("ragqual.cli.export_cmd", "export_cmd"),
     "verify": ("ragqual.cli.verify_cmd", "verify_cmd"),
     "whatif": ("ragqual.cli.whatif_cmd", "whatif_cmd"),
+    "label": ("ragqual.cli.label_cmd", "label_cmd"),
+    "labels": ("ragqual.cli.labels_cmd", "labels_group"),
     "judge": ("ragqual.cli.judge_cmd", "judge_cmd"),
 }
 
@@ -49,5 +51,7 @@ SUMMARIES: dict[str, str] = {
     "export": "Write RUN_ID's trials and metric values as parquet or csv files.",
     "verify": "Recompute every seal of the history (or of RUN_IDs) and name each row that changed.",
     "whatif": "Recompute RUN_ID's e2e contexts at other thresholds and context sizes from its stored candidates.",
+    "label": "Label RUN_ID's trials by hand: faithfulness, completeness and relevance, yes / no / unsure.",
+    "labels": "Import and export human labels (CSV or JSONL) of a run's trials.",
     "judge": "Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.",
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -284,6 +285,25 @@ class SealSpan(Base):
     last_id: Mapped[int] = mapped_column(Integer)
 
 
+class Label(Base):
+    """One verdict a person gave one trial on one criterion (migration 0009): `ragqual label` and
+    `ragqual labels import` append them; a correction is a newer row for the same (trial,
+    criterion, labeller) and readers take the newest (ragqual.store.labels)."""
+
+    __tablename__ = "labels"
+    __table_args__ = (Index("ix_labels_run_trial", "run_id", "trial_id", "criterion", "labeller", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    criterion: Mapped[str] = mapped_column(String(32))  # faithfulness | completeness | relevance
+    verdict: Mapped[str] = mapped_column(String(16))  # yes | no | unsure
+    note: Mapped[str | None] = mapped_column(Text)
+    labeller: Mapped[str] = mapped_column(String(128))
+    labelled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    source: Mapped[str] = mapped_column(String(80))  # tui | import:<sha256 prefix of the file>
+    sample_seed: Mapped[int | None] = mapped_column(BigInteger)
+    sample_size: Mapped[int | None] = mapped_column(Integer)
+
 class Judgement(Base):
     """One judge verdict on one stored trial (migration 0010): written by a run of kind `judge`
     (`run_id`) about a trial of `target_run_id`. `criterion` is `judge:<criterion>`; `score` is in
@@ -344,6 +364,7 @@ SEALED_TABLES: tuple[str, ...] = (
     "retrieval_results",
     "case_aliases",
     "retrieval_rankings",
+    "labels",
     "judgements",
     "judge_audits",
 )

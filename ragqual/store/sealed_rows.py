@@ -105,6 +105,7 @@ RUN_ROWS: dict[str, str] = {
     "metric_values": "SELECT x.run_id, x.id AS row_id FROM metric_values x WHERE x.run_id IN :runs",
     "retrieval_results": "SELECT x.run_id, x.id AS row_id FROM retrieval_results x WHERE x.run_id IN :runs",
     "retrieval_rankings": "SELECT x.run_id, x.id AS row_id FROM retrieval_rankings x WHERE x.run_id IN :runs",
+    "labels": "SELECT x.run_id, x.id AS row_id FROM labels x WHERE x.run_id IN :runs",
 }
 
 

@@ -1,6 +1,9 @@
+from datetime import UTC, datetime
+
 import pytest
 
 from ragqual.store.judgements import AuditRow, JudgementRow, append_audit, append_judgements
+from ragqual.store.labels import LabelRow, append_labels
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
@@ -9,7 +12,7 @@ from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
 TABLES_WITH_ROWS = ["runs", "run_events", "trials", "assertion_results", "trial_scores", "metric_values",
                     "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings",
-                    "judgements", "judge_audits"]
+                    "judgements", "judge_audits", "labels"]
 
 
 @pytest.fixture
@@ -18,6 +21,7 @@ def filled(store_head_url):
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
     trial = add_trial(store, run)
+    append_labels(store, [LabelRow(run, trial, "faithfulness", "yes", "ann", datetime(2026, 12, 1, tzinfo=UTC), "tui")])
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])

@@ -8,9 +8,12 @@ the database must refuse it and leave every row exactly as it was.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy.engine import make_url
 
+from ragqual.store.labels import LabelRow, append_labels
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
@@ -49,13 +52,14 @@ def filled(store_head_url):
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
     add_trial(store, run)
-    add_trial(store, run, case="case-2", score=0.5, passed=False)
+    second = add_trial(store, run, case="case-2", score=0.5, passed=False)
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0", "doc-b#1"], ["doc-a", "doc-b"], [0.9, 0.5])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0c5e1f0a-old-id", "case-1", "an older id of case-1")
     store.add_event(run, "finished")
+    append_labels(store, [LabelRow(run, second, "faithfulness", "no", "ann", datetime(2026, 12, 1, tzinfo=UTC), "tui")])
     store.engine.dispose()
     return store_head_url
 
