@@ -45,7 +45,9 @@ def judge_frame(engine: Engine, run_id: int) -> pd.DataFrame | None:
                     "kappa": audit.get("kappa"), "human_rate": audit.get("human_rate"),
                     "judge_rate": audit.get("judge_rate"), "ppi_mean": ppi.get("estimate"),
                     "ppi_low": ppi.get("low"), "ppi_high": ppi.get("high"), "labels": audit.get("n")})
-    return pd.DataFrame(out, columns=COLUMNS)
+    frame = pd.DataFrame(out, columns=COLUMNS)
+    frame["labels"] = frame["labels"].astype("Int64")
+    return frame
 
 
 def judge_sections(engine: Engine, run_id: int) -> list[tuple[str, pd.DataFrame]]:

@@ -98,3 +98,53 @@ def print_pair_section(o: PairOutcome) -> None:
         p = "-" if s.p_better is None else fmt_rate(s.p_better)
         consistency = "-" if s.position_consistency is None else fmt_rate(s.position_consistency)
         click.echo(f"| {s.criterion} | {p} | {s.wins} | {s.losses} | {s.n} | {s.errors} | {consistency} |")
+
+
+@judge_cmd.command("audit")
+@click.argument("run_id", type=int)
+@click.option("--judge", "judge", default=None, metavar="URI",
+              help="Audit this judge's verdicts (default: the newest judge run's).")
+@click.pass_obj
+def judge_audit_cmd(app: AppContext, run_id: int, judge: str | None) -> None:
+    """Measure how far the judge agrees with RUN_ID's human labels, criterion by criterion.
+
+    Cohen's kappa with both base rates, the confusion matrix, accuracy, the trials where judge and
+    human disagree, the judge's self-consistency, and the judged mean as a PPI++ interval beside the
+    labels-only and judge-only ones. Each audit is appended as a row keyed on the rubric hash and the
+    judge's digest.
+    """
+    from ragqual.app.judge_audit import audit_run
+
+    audits = audit_run(app, run_id, judge)
+    if app.as_json:
+        click.echo(json.dumps([a.as_dict() for a in audits], indent=2, default=str))
+        return
+    first = audits[0]
+    click.echo(f"judge audit of run {run_id}: {first.judge_model} (digest {first.judge_digest or '-'}), "
+               f"judge run {first.payload.get('judge_run')}")
+    click.echo("| criterion | n | kappa | human yes | judge yes | accuracy | tn fp fn tp | unsure | "
+               "self-consistency | PPI++ mean [95% CI] | labels only | judge only |")
+    click.echo("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for a in audits:
+        p = a.payload
+        (tn, fp), (fn, tp) = p["confusion"]
+        consistency = (p.get("self_consistency") or {}).get("share")
+        click.echo(f"| {a.criterion} | {p['n']} | {_num(p['kappa'])} | {_num(p['human_rate'])} | "
+                   f"{_num(p['judge_rate'])} | {_num(p['accuracy'])} | {tn} {fp} {fn} {tp} | {p['unsure']} | "
+                   f"{_num(consistency)} | {_ci(p['ppi'])} | {_ci(p['labels_only'])} | {_ci(p['judge_only'])} |")
+    for a in audits:
+        if a.payload["disagreements"]:
+            click.echo(f"{a.criterion}: judge and human disagree on trial(s) "
+                       + ", ".join(map(str, a.payload["disagreements"])))
+        if a.payload.get("kappa_reason"):
+            click.echo(f"{a.criterion}: kappa undefined: {a.payload['kappa_reason']}")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else fmt_rate(value)
+
+
+def _ci(estimate: dict) -> str:
+    if "estimate" not in estimate:
+        return "-"
+    return f"{fmt_rate(estimate['estimate'])} [{fmt_rate(estimate['low'])}, {fmt_rate(estimate['high'])}]"

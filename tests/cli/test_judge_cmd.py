@@ -204,6 +204,46 @@ def test_report_shows_the_judge_in_its_own_section_and_leaves_the_scores_alone(w
     assert code == 0 and "judge" in text and "faithfulness" in text
 
 
+def test_audit_against_imported_labels_is_stored_and_shown_in_the_report(workdir, tmp_path, capsys):
+    from tests.cli.conftest import invoke
+
+    run = json.loads(invoke("--json", "generation", "--model", "mock", "--limit", "8", "--repeats", "1",
+                            "--seed", "11").stdout)["run_id"]
+    judged = _judge(workdir, capsys, run, "--judge", "mock", "--criteria", "relevance")
+    verdicts = {t: v for t, _, _, v, *_ in _rows(workdir, judged["run_id"])}
+    trials = sorted(verdicts)
+    flipped = trials[0]
+    labels = tmp_path / "labels.csv"
+    lines = ["trial_id,criterion,verdict,labeller"]
+    for t in trials[:6]:  # people label 6 of the 8; they disagree with the judge on one
+        word = verdicts[t] if t != flipped else ("no" if verdicts[t] == "yes" else "yes")
+        lines.append(f"{t},relevance,{word},ann")
+    labels.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, _, err = _run(workdir, capsys, "labels", "import", str(labels), "--run", str(run))
+    assert code == 0, err
+    code, out, err = _run(workdir, capsys, "--json", "judge", "audit", str(run))
+    assert code == 0, err
+    (audit,) = json.loads(out)
+    human = [1 if (verdicts[t] == "yes") != (t == flipped) else 0 for t in trials[:6]]
+    judge = [1 if verdicts[t] == "yes" else 0 for t in trials[:6]]
+    from ragqual.core.agreement import cohen_kappa
+
+    expected = cohen_kappa(human, judge)
+    assert audit["n"] == 6 and audit["accuracy"] == pytest.approx(5 / 6) and audit["disagreements"] == [flipped]
+    assert audit["kappa"] == (None if expected.kappa is None else pytest.approx(expected.kappa))
+    assert audit["ppi"]["n"] == 6 and audit["ppi"]["N"] == 2 and audit["judge_run"] == judged["run_id"]
+    stored = _db(workdir).execute("SELECT criterion, rubric_sha256, judge_model, judge_digest FROM judge_audits "
+                                  "WHERE run_id=?", (run,)).fetchall()
+    assert stored == [("judge:relevance", rubrics.rubric("relevance").sha256, "mock", "mock-judge-v1")]
+    code, out, _ = _run(workdir, capsys, "report", str(run), "--format", "json")
+    (row,) = json.loads(out)["judge"]
+    assert row["labels"] == 6 and row["ppi_mean"] == pytest.approx(audit["ppi"]["estimate"])
+    code, out, err = _run(workdir, capsys, "--json", "labels", "plan", str(run), "--width", "0.9")
+    assert code == 0, err
+    (plan,) = json.loads(out)
+    assert plan["labelled"] == 6 and plan["judged"] == 8 and (plan["needed"] is not None or plan["note"])
+
+
 def test_failing_only_and_bad_input(workdir, answered, capsys):
     failing = _judge(workdir, capsys, answered, "--judge", "mock", "--trials", "failing", "--criteria", "relevance")
     passed = _db(workdir).execute("SELECT SUM(perfect) FROM v_trials WHERE run_id=?", (answered,)).fetchone()[0]
