@@ -119,3 +119,76 @@ def plan_labels(app: AppContext, run_id: int, width: float, judge: str | None = 
         except InputError as err:
             plans.append(LabelPlan(criterion, len(scores), len(pilot), None, None, str(err)))
     return plans
+
+
+@dataclass(frozen=True)
+class JudgeDifference:
+    """NEW - BASE on one judged criterion: the PPI++ paired interval (people's labels on both answers
+    to a sample of the questions, the judge's scores on the rest) beside the judge-only difference."""
+
+    criterion: str
+    pairs: int  # questions both runs answered and the judge scored
+    labelled: int  # of them, labelled yes/no on both answers
+    judge_only: float | None
+    estimate: float | None
+    low: float | None
+    high: float | None
+    note: str | None = None
+
+    @property
+    def regression(self) -> bool:
+        """The whole interval lies below zero: NEW is worse than BASE by the PPI-corrected judge."""
+        return self.high is not None and self.high < 0
+
+
+def _human(app_store: Any, run_id: int) -> dict[str, dict[int, str]]:
+    from ragqual.core.judge_audit import majority
+    from ragqual.store.labels import current_labels
+
+    grouped: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for label in current_labels(app_store.engine, run_id):
+        grouped[label.criterion][label.trial_id].append(label.verdict)
+    return {c: {t: majority(v) for t, v in by.items()} for c, by in grouped.items()}
+
+
+def _scores(app_store: Any, run_id: int) -> dict[str, dict[int, float]]:
+    from ragqual.core.judge_audit import judge_score
+
+    rows = [r for r in judgements.current_judgements(app_store.engine, run_id)
+            if not r.criterion.startswith("pairwise-")]
+    out: dict[str, dict[int, float]] = {}
+    for criterion in {r.criterion for r in rows}:
+        samples: dict[int, list[Sample]] = defaultdict(list)
+        for r in _pick([r for r in rows if r.criterion == criterion], None):
+            samples[r.trial_id].append((r.score, r.verdict))
+        out[criterion] = {t: s for t, s in ((t, judge_score(v)) for t, v in samples.items()) if s is not None}
+    return out
+
+
+def judge_differences(app: AppContext, base_id: int, new_id: int, alpha: float = 0.05) -> list[JudgeDifference]:
+    """Per criterion judged on both runs, NEW - BASE with its PPI++ paired interval."""
+    from ragqual.app.judge_run import pair_trials
+    from ragqual.core.ppi import ppi_paired_diff_ci
+
+    store = app.store(auto_create=False)
+    base_scores, new_scores = _scores(store, base_id), _scores(store, new_id)
+    base_human, new_human = _human(store, base_id), _human(store, new_id)
+    pairs, _ = pair_trials(store, new_id, base_id)
+    out = []
+    for criterion in sorted(set(base_scores) & set(new_scores)):
+        fb, fn = base_scores[criterion], new_scores[criterion]
+        hb, hn = base_human.get(criterion, {}), new_human.get(criterion, {})
+        both = [(n.trial_id, b.trial_id) for n, b in pairs if n.trial_id in fn and b.trial_id in fb]
+        labelled = [(n, b) for n, b in both if hn.get(n, "unsure") != "unsure" and hb.get(b, "unsure") != "unsure"]
+        rest = [(n, b) for n, b in both if (n, b) not in set(labelled)]
+        judge_only = sum(fn[n] - fb[b] for n, b in both) / len(both) if both else None
+        try:
+            est = ppi_paired_diff_ci([float(hn[n] == "yes") for n, _ in labelled],
+                                     [float(hb[b] == "yes") for _, b in labelled],
+                                     [fn[n] for n, _ in labelled], [fb[b] for _, b in labelled],
+                                     [fn[n] for n, _ in rest], [fb[b] for _, b in rest], alpha=alpha)
+            out.append(JudgeDifference(criterion, len(both), len(labelled), judge_only, est.estimate, est.low,
+                                       est.high, est.note))
+        except InputError as err:
+            out.append(JudgeDifference(criterion, len(both), len(labelled), judge_only, None, None, None, str(err)))
+    return out

@@ -244,6 +244,34 @@ def test_audit_against_imported_labels_is_stored_and_shown_in_the_report(workdir
     assert plan["labelled"] == 6 and plan["judged"] == 8 and (plan["needed"] is not None or plan["note"])
 
 
+def test_compare_judge_gives_the_ppi_paired_difference_and_gate_judge_fails_on_it(workdir, tmp_path, capsys):
+    from tests.cli.conftest import invoke
+
+    runs = [json.loads(invoke("--json", "generation", "--model", "mock", "--limit", "6", "--repeats", "1",
+                              "--seed", str(seed)).stdout)["run_id"] for seed in (21, 22)]
+    base, new = runs
+    trials = {}
+    for run in runs:
+        _judge(workdir, capsys, run, "--judge", "mock", "--criteria", "relevance")
+        trials[run] = [t for t, in _db(workdir).execute("SELECT id FROM trials WHERE run_id=? ORDER BY id", (run,))]
+    lines = ["trial_id,criterion,verdict,labeller"]
+    for i in range(5):  # people find NEW's answers irrelevant where BASE's were fine
+        lines.append(f"{trials[base][i]},relevance,yes,ann")
+        lines.append(f"{trials[new][i]},relevance,{'yes' if i == 4 else 'no'},ann")
+    for run in runs:
+        path = tmp_path / f"labels{run}.csv"
+        path.write_text("\n".join(x for x in lines if x.startswith("trial_id") or int(x.split(",")[0])
+                                   in trials[run]) + "\n", encoding="utf-8")
+        assert _run(workdir, capsys, "labels", "import", str(path), "--run", str(run))[0] == 0
+    code, out, err = _run(workdir, capsys, "--json", "compare", str(base), str(new), "--judge")
+    assert code == 0, err  # the deterministic gate is unchanged: same mock answers
+    (row,) = json.loads(out)["judge"]
+    assert (row["pairs"], row["labelled"], row["judge_only"]) == (6, 5, 0.0)
+    assert row["estimate"] == pytest.approx(-0.8) and row["high"] < 0 and row["regression"] is True
+    code, out, err = _run(workdir, capsys, "compare", str(base), str(new), "--gate-judge")
+    assert code == 1 and "judge gate" in err and "relevance" in err
+
+
 def test_failing_only_and_bad_input(workdir, answered, capsys):
     failing = _judge(workdir, capsys, answered, "--judge", "mock", "--trials", "failing", "--criteria", "relevance")
     passed = _db(workdir).execute("SELECT SUM(perfect) FROM v_trials WHERE run_id=?", (answered,)).fetchone()[0]
