@@ -28,7 +28,7 @@ from alembic import op
 from ragqual.store.guards import guard_statements
 
 revision = "0012"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 

@@ -68,7 +68,7 @@ _SAMPLING = {
     "presence_penalty": "presence_penalty", "frequency_penalty": "frequency_penalty",
     "mirostat": "mirostat_mode", "mirostat_tau": "mirostat_tau", "mirostat_eta": "mirostat_eta",
 }
-_HANDLED = {"num_ctx", "num_predict", "stop"}
+_HANDLED = {"num_ctx", "num_predict", "stop", "logprobs", "top_logprobs"}
 
 
 # -- where model files live, and their digests --------------------------------------------------
@@ -212,6 +212,11 @@ def sampling_arguments(options: Mapping[str, Any], *, transcript_mode: bool) -> 
     arguments = {_SAMPLING[k]: v for k, v in merged.items() if k in _SAMPLING}
     arguments["max_tokens"] = int(merged.get("num_predict", DEFAULT_NUM_PREDICT))
     arguments["stop"] = _stops(merged.get("stop"), transcript_mode)
+    if merged.get("logprobs") and merged.get("top_logprobs"):  # token probabilities (the judge)
+        if transcript_mode:
+            arguments["logprobs"] = int(merged["top_logprobs"])  # create_completion: a count
+        else:
+            arguments["logprobs"], arguments["top_logprobs"] = True, int(merged["top_logprobs"])
     ignored = sorted(k for k in merged if k not in _SAMPLING and k not in _HANDLED)
     return arguments, ignored
 

@@ -8,6 +8,9 @@
     openai:<base-url>#<model>
                       OpenAIChatModel: any OpenAI-compatible server, e.g.
                       openai:http://127.0.0.1:8080/v1#gemma
+    answers:<file.jsonl>
+                      AnswersModel: answers produced elsewhere, replayed from a JSONL file
+                      (adapters.answers_model); calls no model
 
 A new backend is one builder function and one entry in BUILDERS; the trial loop never changes.
 
@@ -77,20 +80,31 @@ def _openai(name: str, opts: ModelOptions) -> ChatModel:
     return OpenAIChatModel(base_url, model, timeout=opts.timeout, retries=opts.retries)
 
 
+def _answers(name: str, opts: ModelOptions) -> ChatModel:
+    from ragqual.adapters.answers_model import AnswersModel
+
+    return AnswersModel(name.strip())
+
+
 # scheme -> builder(name after the first colon, options).
 BUILDERS: dict[str, Callable[[str, ModelOptions], ChatModel]] = {
     "mock": _mock,
     "ollama": _ollama,
     "llamacpp": _llamacpp,
     "openai": _openai,
+    "answers": _answers,
 }
+
+REPLAY_SCHEMES = ("answers",)
+"""Schemes whose model replays stored answers: the trial loop asks `lookup`, never `chat`."""
 
 
 def split_uri(uri: str) -> tuple[str, str]:
     """("ollama", "qwen2.5:0.5b") from "ollama:qwen2.5:0.5b"; an unknown scheme lists the valid ones."""
     scheme, _, name = uri.strip().partition(":")
     if scheme not in BUILDERS:
-        valid = ", ".join(f"{s}" if s == "mock" else f"{s}:<model>" for s in BUILDERS)
+        valid = ", ".join(s if s == "mock" else f"{s}:<file>" if s in REPLAY_SCHEMES else f"{s}:<model>"
+                          for s in BUILDERS)
         raise InputError(f"unknown model {uri!r}: valid models are {valid}")
     return scheme, name
 

@@ -4,7 +4,8 @@ Spoken with plain `httpx`: POST `<base-url>/chat/completions`. The request optio
 (Ollama) names as every other backend and are translated here:
 
     temperature, top_p, seed, stop,           sent as they are (temperature 0 and seed 42
-    presence_penalty, frequency_penalty       unless the request says otherwise)
+    presence_penalty, frequency_penalty,      unless the request says otherwise; logprobs /
+    logprobs, top_logprobs                    top_logprobs: token probabilities, for the judge)
     num_predict                               max_tokens (default 256: some servers stop at 16)
     format "json" / a JSON schema             response_format json_object / json_schema
     anything else (num_ctx, top_k...)         not sent; listed in raw["ignored_options"]
@@ -63,7 +64,8 @@ DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
 DEFAULT_NUM_PREDICT = 256
 WARM_UP_PROMPT = "Reply with the single word: ready."
 WARM_UP_NUM_PREDICT = 4
-_PASSED = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
+_PASSED = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty", "logprobs",
+           "top_logprobs")
 _MAX_ERROR_TEXT = 300
 
 

@@ -19,7 +19,7 @@ def rag_subject(corpus: CorpusContext, goldens: Sequence[Golden], config: Retrie
     """The subject over `goldens`; its retriever is built (ingesting if needed) on first use."""
     return RagSubject(goldens, corpus.documents, retriever=lambda: build_retriever(corpus),
                       retrieval_config=(config or RetrievalConfig()).with_glossary(corpus.glossary),
-                      options=options,
+                      options=options, known_ids=[g.id for g in corpus.goldens],
                       provenance={"corpus_fingerprint": corpus.fingerprint, "dataset_hash": goldens_hash(goldens)})
 
 

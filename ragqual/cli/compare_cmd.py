@@ -11,7 +11,9 @@ gate when a golden marked `"critical": true` regressed (`ragqual.core.critical`)
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from typing import Any
 
 import click
 
@@ -40,7 +42,7 @@ from ragqual.core.staleness import DEFAULT_STALE_AFTER, StaleAfter, parse_stale_
 from ragqual.core.metric_names import gated_names
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.core.verdicts import DEFAULT_ALPHA
-from ragqual.errors import GateFailed
+from ragqual.errors import GateFailed, InputError
 
 
 def with_costs(app: AppContext, comparison: Comparison, scorer_name: str, scorer_version: int | None,
@@ -87,6 +89,11 @@ def with_costs(app: AppContext, comparison: Comparison, scorer_name: str, scorer
 @click.option("--across-configs", is_flag=True,
               help="Pair two runs of the same goldens although corpus, chunking, embedder or strategy differ, "
                    "and print what differs (baseline files keep the fingerprint rule).")
+@click.option("--judge", "with_judge", is_flag=True,
+              help="Add the judge section: per judged criterion, NEW - BASE as a PPI++ paired interval from the "
+                   "human labels and the judge's scores (runs only; never part of the default gate).")
+@click.option("--gate-judge", is_flag=True,
+              help="Also fail (exit 1) when a judged criterion's PPI++ interval for NEW - BASE lies wholly below 0.")
 @format_option(html=True, extra=("junit", "github"))
 @output_option()
 @click.option("--stale-after", default=DEFAULT_STALE_AFTER, show_default=True, metavar="N|Nd",
@@ -100,8 +107,8 @@ def with_costs(app: AppContext, comparison: Comparison, scorer_name: str, scorer
 def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: float, alpha: float, power: float,
                 cluster: str | None, by_tag: bool, metrics: tuple[str, ...], every_metric: bool, seed: int,
                 resamples: int, scorer_name: str, scorer_version: int | None, allow_incomplete: bool,
-                across_configs: bool, fmt: str, output: str | None, stale_after: str, failures_only: bool,
-                pricing_snapshot: str | None) -> None:
+                across_configs: bool, with_judge: bool, gate_judge: bool, fmt: str, output: str | None,
+                stale_after: str, failures_only: bool, pricing_snapshot: str | None) -> None:
     """Compare NEW with BASE (run ids or baseline files); exit 1 on a regression."""
     check_output(fmt, output)
     limit = parse_stale_after(stale_after)
@@ -112,12 +119,29 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
     warn_unsealed({int(s.run_id): s.header["unsealed_rows"] for s in (comparison.base, comparison.new)
                    if s.run_id is not None and s.header.get("unsealed_rows") and s.source.startswith("run ")})
     fmt = output_format(fmt, app.as_json)
+    differences = None
+    if with_judge or gate_judge:
+        from ragqual.app.judge_audit import judge_differences
+
+        if not (base.isdigit() and new.isdigit()):
+            raise InputError("--judge and --gate-judge compare two runs by id: the judge's verdicts live in the history")
+        differences = judge_differences(app, int(base), int(new), alpha)
     if fmt in ("junit", "github") or (failures_only and fmt != "html"):  # a page always shows everything
         emit_ci(app, comparison, fmt, output, limit, failures_only)
+    elif differences is not None and fmt == "json":
+        from ragqual.cli.compare_format import comparison_json
+
+        click.echo(json.dumps({**comparison_json(comparison), "judge": [{**d.__dict__, "regression": d.regression}
+                                                                       for d in differences]}, indent=2))
     else:
         emit_comparison(comparison, fmt, output)
+        if differences is not None:
+            _print_judge(differences, int(base), int(new))
     if comparison.gate_failed:
         raise GateFailed(critical_verdict(comparison.critical, verdict_line(comparison)))
+    if gate_judge and differences is not None and any(d.regression for d in differences):
+        worse = ", ".join(d.criterion for d in differences if d.regression)
+        raise GateFailed(f"judge gate: NEW is worse than BASE on {worse} (PPI++ interval below 0)")
 
 
 def _causes(app: AppContext, comparison: Comparison) -> dict[str, str]:
@@ -146,3 +170,20 @@ def emit_ci(app: AppContext, comparison: Comparison, fmt: str, output: str | Non
         click.echo(text, nl=False)
     else:
         emit_page(text, output)
+
+
+def _print_judge(differences: list[Any], base: int, new: int) -> None:
+    def num(value: float | None) -> str:
+        return "-" if value is None else f"{value:+.3f}"
+
+    click.echo("")
+    click.echo(f"judge: run {new} - run {base} per criterion (PPI++ paired interval; an LLM's opinion corrected by "
+               "human labels, outside the default gate)")
+    click.echo("| criterion | pairs | labelled | judge only | PPI++ difference [95% CI] |")
+    click.echo("|---|---|---|---|---|")
+    for d in differences:
+        ci = "-" if d.estimate is None else f"{num(d.estimate)} [{num(d.low)}, {num(d.high)}]"
+        click.echo(f"| {d.criterion} | {d.pairs} | {d.labelled} | {num(d.judge_only)} | {ci} |")
+    for d in differences:
+        if d.note:
+            click.echo(f"{d.criterion}: {d.note}")

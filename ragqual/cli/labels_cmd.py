@@ -59,3 +59,37 @@ def export_cmd(app: AppContext, run_id: int, output: Path | None, fmt: str | Non
         return
     output.write_text(text, encoding="utf-8")
     click.echo(f"run {run_id}: {count} label(s) written to {output}", err=True)
+
+
+@labels_group.command("plan")
+@click.argument("run_id", type=int)
+@click.option("--width", type=click.FloatRange(min=0, min_open=True), required=True,
+              help="The full width of the 95 % PPI++ interval wanted (e.g. 0.05).")
+@click.option("--judge", "judge", default=None, metavar="URI",
+              help="Plan with this judge's verdicts (default: the newest judge run's).")
+@click.pass_obj
+def plan_cmd(app: AppContext, run_id: int, width: float, judge: str | None) -> None:
+    """Say how many more labels RUN_ID needs for a PPI++ interval of the given width, per criterion.
+
+    A power analysis at the spread of the labels so far and their covariance with the judge's
+    scores: a judge that agrees with people needs fewer labels. The labels must be a uniform random
+    sample of the judged trials (`ragqual label RUN --sample N --seed S`).
+    """
+    import json
+
+    from ragqual.app.judge_audit import plan_labels
+
+    plans = plan_labels(app, run_id, width, judge)
+    if app.as_json:
+        click.echo(json.dumps([p.__dict__ for p in plans], indent=2))
+        return
+    click.echo(f"labels for a PPI++ interval {width:g} wide on run {run_id}:")
+    click.echo("| criterion | judged trials | labelled | labels needed | more to label |")
+    click.echo("|---|---|---|---|---|")
+    for p in plans:
+        needed = "-" if p.needed is None else str(p.needed)
+        more = "-" if p.more is None else str(p.more)
+        click.echo(f"| {p.criterion} | {p.judged} | {p.labelled} | {needed} | {more} |")
+    for p in plans:
+        if p.note:
+            click.echo(f"{p.criterion}: {p.note}")

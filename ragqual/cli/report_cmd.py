@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -9,6 +10,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from ragqual.app.ci_checks import run_junit_cases
+from ragqual.app.judge_report import judge_sections
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import run_info, unsealed_rows
 from ragqual.app.pricing import snapshot_ref
@@ -114,6 +116,7 @@ def report_cmd(app: AppContext, run_id: int | None, last: bool, by: tuple[str, .
         return
     report = build_report(app.history(), info, by, scorer_name, scorer_version,
                           snapshot_ref(app.history(), pricing_snapshot))
+    report = replace(report, sections=[*report.sections, *judge_sections(app.history(), info.id)])
     if fmt == "html":
         from ragqual.app.whatif_run import page_whatif
         from ragqual.reports.run import run_page

@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ragqual.adapters.answers_model import check_ids
 from ragqual.adapters.provenance import capture
 from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
 from ragqual.core.pricing import PriceList
@@ -132,6 +133,14 @@ def _validate(subject: Subject, plan: RunPlan, max_concurrency: int) -> None:
         valid = ", ".join(repr(m) for m in subject.modes)
         asked = ", ".join(map(repr, unknown)) or "(none)"
         raise InputError(f"subject {subject.name!r} has no mode {asked}: use {valid}")
+
+
+def _check_replays(subject: Subject, plan: RunPlan, services: TrialServices) -> None:
+    """An answers file (`answers:` model) naming a case the subject does not have is refused,
+    naming its line, before anything is recorded."""
+    for variant in plan.variants:
+        if services.replays(variant):
+            check_ids(getattr(services.model(variant), "answers"), subject.known_case_ids())
 
 
 def _warn_unbumped(store: RunStore, cases: Sequence[Case]) -> None:
@@ -283,7 +292,10 @@ class _Trials:
 
     def execute(self, slot: Slot) -> _Done:
         try:
-            result = self.subject.run_one(slot.case, slot.variant, slot.mode, slot.repeat_index, self.services)
+            if self.services.replays(slot.variant):
+                result = self.subject.replay_one(slot.case, slot.variant, slot.mode, self.services)
+            else:
+                result = self.subject.run_one(slot.case, slot.variant, slot.mode, slot.repeat_index, self.services)
         except self._trial_failures as exc:
             return _Done(slot, _trial_record(self.run_id, slot, None, str(exc), self.subject, self.scorers),
                          self.subject.system_prompt_for(slot.variant))
@@ -422,6 +434,7 @@ def run(
     plan = RunPlan(list(variants), list(cases), list(modes if modes is not None else subject.modes), repeats)
     scorers = list(scorers) if scorers is not None else default_scorers()
     _validate(subject, plan, max_concurrency)
+    _check_replays(subject, plan, services)
     output_cap()  # a bad RAGQUAL_MAX_OUTPUT_BYTES is refused before the run starts
     variant_ids = _record_variants(store, subject, services, plan.variants)
     case_pks = _record_cases(store, subject, plan.cases)

@@ -85,6 +85,15 @@ class TrialServices:
             ensure_available(model)
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
+    def replays(self, variant: Variant) -> bool:
+        """Whether the variant's model replays a file of answers (`answers:`), calling nothing."""
+        return callable(getattr(self.model(variant), "lookup", None))
+
+    def replayed(self, variant: Variant, case_id: str, mode: str) -> tuple[Any, Any]:
+        """(the answers file, its entry for one trial): ModelCallFailed when the file has none."""
+        model: Any = self.model(variant)
+        return model.answers, model.lookup(case_id, mode)
+
     def cache_key(self, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
         """The response-cache key. A variant built from declared axes keys on exactly what is
         declared: every axis value (so a declared axis always changes the key, even where the

@@ -167,6 +167,18 @@ class Subject:
         if type(self).run_one is not Subject.run_one:
             return None
         return [services.cache_key(variant, self.build_request(case, variant, mode), repeat_index)]
+    def known_case_ids(self) -> set[str]:
+        """Every case id an answers file may name (a run may select fewer)."""
+        return {c.id for c in self.cases()}
+
+    def replay_one(self, case: Case, variant: Variant, mode: str, services: TrialServices) -> SubjectResult:
+        """A trial whose answer was produced elsewhere (`answers:` model): the file's answer as the
+        raw response, with where it came from; its context when the file gives one. No model call."""
+        answers, entry = services.replayed(variant, case.id, mode)
+        raw = {"message": {"role": "assistant", "content": entry.answer}, **answers.provenance(entry)}
+        context = None if entry.context is None else "\n\n".join(c.text for c in entry.context)
+        return SubjectResult(output=self.parse(raw), raw=raw, telemetry=replay_telemetry(entry),
+                             rendered_prompt=None, context=context, cache_key=None, cache_hit=False)
 
     def parse(self, raw: Any) -> Any:
         """Rebuild the output from a stored raw response (used again, offline, by rescore).
@@ -199,6 +211,11 @@ class Subject:
     def provenance_extras(self) -> dict[str, Any]:
         """Extra provenance for the run row (corpus_fingerprint, dataset_hash...)."""
         return {}
+
+
+def replay_telemetry(entry: Any) -> Telemetry:
+    """What an answers file says of one answer's cost (tokens, latency; None where it is silent)."""
+    return Telemetry(entry.prompt_tokens, entry.completion_tokens, entry.latency_ms)
 
 
 def reply_text(raw: Any) -> str:

@@ -303,6 +303,8 @@ class Label(Base):
     source: Mapped[str] = mapped_column(String(80))  # tui | import:<sha256 prefix of the file>
     sample_seed: Mapped[int | None] = mapped_column(BigInteger)
     sample_size: Mapped[int | None] = mapped_column(Integer)
+
+
 class PricingSnapshot(Base):
     """A price list exactly as a run or a reprice used it (migration 0012), interned by hash like
     `system_prompts`: canonical JSON of ragqual.core.pricing.PriceList.canonical()."""
@@ -327,6 +329,50 @@ class TrialCost(Base):
     currency: Mapped[str | None] = mapped_column(String(3))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
+class Judgement(Base):
+    """One judge verdict on one stored trial (migration 0010): written by a run of kind `judge`
+    (`run_id`) about a trial of `target_run_id`. `criterion` is `judge:<criterion>`; `score` is in
+    [0, 1] (P(yes) from token probabilities, or 1/0 from a constrained yes/no), NULL with `error`
+    when the judge's reply could not be read. The rubric text is interned in `system_prompts`
+    under `rubric_sha256`."""
+
+    __tablename__ = "judgements"
+    __table_args__ = (Index("ix_judgements_target", "target_run_id", "criterion"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    target_run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    criterion: Mapped[str] = mapped_column(String(64))
+    score: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[str | None] = mapped_column(String(8))
+    method: Mapped[str] = mapped_column(String(16))
+    rubric_version: Mapped[int] = mapped_column(Integer)
+    rubric_sha256: Mapped[str] = mapped_column(String(64))
+    judge_model: Mapped[str] = mapped_column(String(512))
+    judge_digest: Mapped[str | None] = mapped_column(String(128))
+    sample_index: Mapped[int] = mapped_column(Integer)
+    cache_key: Mapped[str | None] = mapped_column(String(64))
+    cache_hit: Mapped[bool] = mapped_column(Boolean)
+    raw: Mapped[str] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class JudgeAudit(Base):
+    """An agreement audit of a judge against human labels on one run (migration 0010), keyed on
+    the rubric hash and the judge model's digest so an old audit can be re-read and compared."""
+
+    __tablename__ = "judge_audits"
+    __table_args__ = (Index("ix_judge_audits_run", "run_id", "criterion"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    criterion: Mapped[str] = mapped_column(String(64))
+    rubric_sha256: Mapped[str] = mapped_column(String(64))
+    judge_model: Mapped[str] = mapped_column(String(512))
+    judge_digest: Mapped[str | None] = mapped_column(String(128))
+    payload: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
 
 SEALED_TABLES: tuple[str, ...] = (
     "runs",
@@ -346,6 +392,8 @@ SEALED_TABLES: tuple[str, ...] = (
     "labels",
     "pricing_snapshots",
     "trial_costs",
+    "judgements",
+    "judge_audits",
 )
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""

@@ -36,7 +36,8 @@ from ragqual.errors import StorageFault
 from ragqual.store import schema_check, sealed_rows, sealing
 from ragqual.store.models import HISTORY_TABLES, Run, RunEvent, SEALED_TABLES, Seal
 
-RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results", "retrieval_rankings")
+RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results", "retrieval_rankings",
+                     "judgements")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from ragqual.engine.axes import Axis
 from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes, TrialContext
 from ragqual.engine.cases import Case
 from ragqual.engine.services import TrialServices
-from ragqual.engine.subject import Subject, SubjectResult, Telemetry, Variant, rendered_messages, reply_text
+from ragqual.engine.subject import (Subject, SubjectResult, Telemetry, Variant, rendered_messages, replay_telemetry,
+                                    reply_text)
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
 from ragqual.pipeline.retrieval import STRATEGIES, RetrievalConfig, Retriever
@@ -123,8 +124,9 @@ class RagSubject(Subject):
     def __init__(self, goldens: Sequence[Golden], documents: Sequence[Document],
                  retriever: Callable[[], Retriever] | None = None,
                  retrieval_config: RetrievalConfig | None = None, options: dict[str, Any] | None = None,
-                 provenance: dict[str, Any] | None = None):
+                 provenance: dict[str, Any] | None = None, known_ids: Sequence[str] | None = None):
         self.goldens = {g.id: g for g in goldens}
+        self._known_ids = set(known_ids) if known_ids is not None else set(self.goldens)
         self.texts = {d.doc_id: d.text for d in documents}
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
@@ -224,6 +226,31 @@ class RagSubject(Subject):
         passages = self._passages(golden, mode, golden.query, self.retrieval_config_for(variant))[0]
         request = prompt.answer_request(golden, passages, self.provider_options(variant), self.system_prompt_for(variant))
         return [services.cache_key(variant, request, repeat_index)]
+    def known_case_ids(self) -> set[str]:
+        """Every golden of the project, not only those this run selected."""
+        return set(self._known_ids)
+
+    def replay_one(self, case: Case, variant: Variant, mode: str, services: TrialServices) -> SubjectResult:
+        """An answer produced elsewhere (`answers:`). Its context is the file's when the line gives
+        one (document ids, when every chunk names one, become the injected ids the context metrics
+        read); otherwise the pipeline's context for the mode (e2e: what the reference retrieval
+        returns for the question; oracle: the golden's documents; noretrieval: none), which is
+        what groundedness is then measured against."""
+        golden = self.golden(case)
+        answers, entry = services.replayed(variant, case.id, mode)
+        raw: dict[str, Any] = {"message": {"role": "assistant", "content": entry.answer}, **answers.provenance(entry)}
+        if entry.context is not None:
+            passages = [c.text for c in entry.context]
+            raw["contextFrom"] = "answers"
+            if passages and all(c.doc_id for c in entry.context):
+                raw["injected"] = [c.doc_id for c in entry.context]
+        else:
+            passages, ids, candidates = self._passages(golden, mode, golden.query, self.retrieval_config_for(variant))
+            raw.update({"contextFrom": "pipeline", "retrievalQuery": golden.query, "injected": ids})
+            if candidates is not None:
+                raw["candidates"] = candidates
+        return SubjectResult(output=entry.answer, raw=raw, telemetry=replay_telemetry(entry), rendered_prompt=None,
+                             context="\n\n".join(passages), cache_key=None, cache_hit=False)
 
     def parse(self, raw: Any) -> Any:
         return reply_text(raw)

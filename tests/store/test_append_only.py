@@ -2,6 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from ragqual.store.judgements import AuditRow, JudgementRow, append_audit, append_judgements
 from ragqual.store.labels import LabelRow, append_labels
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import RankingRow, RetrievalRow
@@ -10,7 +11,8 @@ from tests.store.conftest import dbapi_error, raw_connect
 from tests.store.helpers import add_trial, append_old_layout_hits, provenance
 
 TABLES_WITH_ROWS = ["runs", "run_events", "trials", "assertion_results", "trial_scores", "metric_values",
-                    "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings", "labels"]
+                    "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings",
+                    "judgements", "judge_audits", "labels"]
 
 
 @pytest.fixture
@@ -28,6 +30,10 @@ def filled(store_head_url):
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0b7c1a4e-0000-4000-8000-000000000001", "q1", "renamed")
+    judge = store.start_run("judge", "rag", provenance())
+    append_judgements(store, judge, run, [JudgementRow(trial, "faithfulness", 0.8, "yes", "logprobs", 1, "a" * 64,
+                                                       "mock", "mock-judge-v1", 0, "k" * 64, False, {"text": "yes"})])
+    append_audit(store, AuditRow(run, "judge:faithfulness", "a" * 64, "mock", "mock-judge-v1", {"kappa": 0.5}))
     store.engine.dispose()
     return store_head_url
 
