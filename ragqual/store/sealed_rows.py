@@ -106,6 +106,8 @@ RUN_ROWS: dict[str, str] = {
     "retrieval_results": "SELECT x.run_id, x.id AS row_id FROM retrieval_results x WHERE x.run_id IN :runs",
     "retrieval_rankings": "SELECT x.run_id, x.id AS row_id FROM retrieval_rankings x WHERE x.run_id IN :runs",
     "labels": "SELECT x.run_id, x.id AS row_id FROM labels x WHERE x.run_id IN :runs",
+    "judgements": "SELECT x.run_id, x.id AS row_id FROM judgements x WHERE x.run_id IN :runs",
+    "judge_audits": "SELECT x.run_id, x.id AS row_id FROM judge_audits x WHERE x.run_id IN :runs",
     "trial_costs": "SELECT t.run_id, x.id AS row_id FROM trial_costs x JOIN trials t ON t.id = x.trial_id "
                    "WHERE t.run_id IN :runs",
 }

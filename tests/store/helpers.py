@@ -49,3 +49,22 @@ def append_old_layout_hits(engine: Engine, run_id: int, rows: Sequence[Retrieval
         before = sealing.high_water(session, tables)
         bulk_insert_tuples(session, table_of(RetrievalResult), OLD_RETRIEVAL_COLUMNS, [(run_id, *r) for r in rows])
         sealing.seal(session, before, run_id, spans="seal_spans" in present)
+
+
+def add_review_rows(store: RunStore, run_id: int, trial_id: int) -> None:
+    """One row in each table of the judge tier and of prices for `trial_id` of `run_id`: a human
+    label, a judge run with one verdict, an audit, a price snapshot and a cost row."""
+    from datetime import UTC, datetime
+
+    from ragqual.store.judgements import AuditRow, JudgementRow, append_audit, append_judgements
+    from ragqual.store.labels import LabelRow, append_labels
+
+    append_labels(store, [LabelRow(run_id, trial_id, "faithfulness", "yes", "ann",
+                                   datetime(2026, 12, 1, tzinfo=UTC), "tui")])
+    judge = store.start_run("judge", "rag", provenance())
+    append_judgements(store, judge, run_id, [JudgementRow(trial_id, "faithfulness", 0.8, "yes", "logprobs", 1,
+                                                          "a" * 64, "mock", "mock-judge-v1", 0, "k" * 64, False,
+                                                          {"text": "yes"})])
+    append_audit(store, AuditRow(run_id, "judge:faithfulness", "a" * 64, "mock", "mock-judge-v1", {"kappa": 0.5}))
+    snapshot, _ = store.intern_pricing_snapshot({"models": []})
+    store.append_costs(run_id, snapshot, [(trial_id, None, None)])

@@ -1,18 +1,14 @@
-from datetime import UTC, datetime
-
 import pytest
 
-from ragqual.store.judgements import AuditRow, JudgementRow, append_audit, append_judgements
-from ragqual.store.labels import LabelRow, append_labels
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
 from tests.store.conftest import dbapi_error, raw_connect
-from tests.store.helpers import add_trial, append_old_layout_hits, provenance
+from tests.store.helpers import add_review_rows, add_trial, append_old_layout_hits, provenance
 
 TABLES_WITH_ROWS = ["runs", "run_events", "trials", "assertion_results", "trial_scores", "metric_values",
                     "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings",
-                    "judgements", "judge_audits", "labels"]
+                    "judgements", "judge_audits", "labels", "pricing_snapshots", "trial_costs"]
 
 
 @pytest.fixture
@@ -21,19 +17,13 @@ def filled(store_head_url):
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
     trial = add_trial(store, run)
-    append_labels(store, [LabelRow(run, trial, "faithfulness", "yes", "ann", datetime(2026, 12, 1, tzinfo=UTC), "tui")])
-    snapshot, _ = store.intern_pricing_snapshot({"models": []})
-    store.append_costs(run, snapshot, [(trial, None, None)])
+    add_review_rows(store, run, trial)
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0b7c1a4e-0000-4000-8000-000000000001", "q1", "renamed")
-    judge = store.start_run("judge", "rag", provenance())
-    append_judgements(store, judge, run, [JudgementRow(trial, "faithfulness", 0.8, "yes", "logprobs", 1, "a" * 64,
-                                                       "mock", "mock-judge-v1", 0, "k" * 64, False, {"text": "yes"})])
-    append_audit(store, AuditRow(run, "judge:faithfulness", "a" * 64, "mock", "mock-judge-v1", {"kappa": 0.5}))
     store.engine.dispose()
     return store_head_url
 
@@ -139,7 +129,7 @@ def test_interned_definitions_are_deduplicated(store_head_url):
 def test_a_second_trial_for_the_same_slot_is_one_clear_error(head_db):
     from ragqual.errors import InputError
     from ragqual.store.runstore import RunStore
-    from tests.store.helpers import add_trial, append_old_layout_hits, provenance
+    from tests.store.helpers import add_review_rows, add_trial, append_old_layout_hits, provenance
 
     store = RunStore.open(f"sqlite:///{head_db}")
     run = store.start_run("generation", "rag", provenance())

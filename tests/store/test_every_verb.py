@@ -8,17 +8,14 @@ the database must refuse it and leave every row exactly as it was.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 from sqlalchemy.engine import make_url
 
-from ragqual.store.labels import LabelRow, append_labels
 from ragqual.store.models import HISTORY_TABLES
 from ragqual.store.records import RankingRow, RetrievalRow
 from ragqual.store.runstore import RunStore
 from tests.store.conftest import dbapi_error, raw_connect
-from tests.store.helpers import add_trial, append_old_layout_hits, provenance
+from tests.store.helpers import add_review_rows, add_trial, append_old_layout_hits, provenance
 
 FIRST = "(SELECT MIN(id) FROM {table})"
 SQLITE_VERBS = {
@@ -51,9 +48,7 @@ def filled(store_head_url):
     """A history with rows in every history table (a finished run, a trial, its scores...)."""
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
-    trial = add_trial(store, run)
-    snapshot, _ = store.intern_pricing_snapshot({"models": []})
-    store.append_costs(run, snapshot, [(trial, None, None)])
+    add_trial(store, run)
     second = add_trial(store, run, case="case-2", score=0.5, passed=False)
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0", "doc-b#1"], ["doc-a", "doc-b"], [0.9, 0.5])])
@@ -61,7 +56,7 @@ def filled(store_head_url):
     store.record_corpus_snapshot("f" * 64, [{"doc_id": "doc-a", "sha256": "a" * 64}], {"size": 200}, "minilm")
     store.record_case_alias("rag", "0c5e1f0a-old-id", "case-1", "an older id of case-1")
     store.add_event(run, "finished")
-    append_labels(store, [LabelRow(run, second, "faithfulness", "no", "ann", datetime(2026, 12, 1, tzinfo=UTC), "tui")])
+    add_review_rows(store, run, second)
     store.engine.dispose()
     return store_head_url
 

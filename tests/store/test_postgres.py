@@ -16,7 +16,7 @@ from ragqual.store.records import AssertionRow, RankingRow, RetrievalRow, ScoreR
 from ragqual.store.retrieval_reads import retrieval_hits
 from ragqual.store.runstore import RunStore
 from tests.store.conftest import dbapi_error, raw_connect
-from tests.store.helpers import add_trial, append_old_layout_hits, provenance
+from tests.store.helpers import add_review_rows, add_trial, append_old_layout_hits, provenance
 
 T0 = datetime(2026, 3, 14, 9, 26, 53, 589000, tzinfo=UTC)
 
@@ -155,8 +155,7 @@ def test_every_history_table_has_the_plpgsql_guards(pg_head_url):
 def test_truncate_is_refused_on_every_history_table(pg_head_url):
     store = RunStore.open(pg_head_url)
     run = store.start_run("generation", "rag", provenance())
-    trial = add_trial(store, run)
-    store.append_costs(run, store.intern_pricing_snapshot({"models": []})[0], [(trial, None, None)])
+    add_review_rows(store, run, add_trial(store, run))
     append_old_layout_hits(store.engine, run, [RetrievalRow("dense", "q1", 1, "doc-a#0", "doc-a", 0.9)])
     store.append_rankings(run, [RankingRow("dense", "q1", ["doc-a#0"], ["doc-a"], [0.9])])
     store.record_assertion_def("a1", 1, "correctness", 1.0, "mentions the answer", {"kind": "contains"})
