@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "datasets" / "judge-labels"
 ANSWERS = {"mock": "answers-mock.jsonl", "llamacpp:gemma3-270m": "answers-gemma270m.jsonl"}
-CONTEXT_CHARS = 2400  # about 600 tokens of context
-ANSWER_CHARS = 800
+CONTEXT_CHARS = 1600  # with the answer and the rubric, prompts of about 600 tokens
+ANSWER_CHARS = 600
 
 SYSTEM = ("You are a strict grader of answers given by a question-answering assistant. "
           "Reply with a single word: yes or no.")
@@ -78,7 +78,19 @@ def labelled_items(criterion: str) -> list[dict[str, Any]]:
                       "question": question_of(cases[label["case_id"]]),
                       "context": [c["text"] if isinstance(c, dict) else c for c in answer.get("context", [])],
                       "answer": answer["answer"], "human": 1 if label["verdict"] == "yes" else 0})
-    return items
+    return interleave(items)
+
+
+def interleave(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items alternating between the answering models, so that any prefix (--limit) mixes them."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        by_model.setdefault(item["model"], []).append(item)
+    queues = list(by_model.values())
+    mixed = []
+    while any(queues):
+        mixed += [queue.pop(0) for queue in queues if queue]
+    return mixed
 
 
 def rubric_prompt(criterion: str, question: str, context: list[str], answer: str) -> str:
@@ -153,6 +165,8 @@ def measure(spec: Any, items: list[dict[str, Any]], criterion: str, threads: int
         start = time.perf_counter()
         scores.append(p_yes(llm, prompt, yes_ids, no_ids))
         seconds.append(time.perf_counter() - start)
+        print(f"  {len(seconds)}/{len(items)} {item['model']} {item['case_id']} human={item['human']} "
+              f"p_yes={scores[-1]:.3f} {seconds[-1]:.1f}s", file=sys.stderr, flush=True)
         prompt_tokens.append(llm.n_tokens)
     human = [item["human"] for item in items]
     judge = [int(s >= 0.5) for s in scores]
