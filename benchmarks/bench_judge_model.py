@@ -9,7 +9,8 @@ the goldens) and every candidate whose part packages are installed, the script a
 yes/no rubric question and reads P(yes) from the logits of the first answer token:
 P(yes) = sum p(yes-like tokens) / (sum p(yes-like) + sum p(no-like)), so the score is continuous
 and never a parse failure. It prints seconds per judgement (prompt evaluation included, the model
-loaded once), and against the human labels (verdict `unsure` left out): Cohen's kappa with the
+loaded once; wall clock and this process's CPU time, which a machine busy with other work
+inflates less), and against the human labels (verdict `unsure` left out): Cohen's kappa with the
 judge's verdict at threshold 0.5, and the AUC of P(yes) (probability that a random `yes` trial
 scores above a random `no` one; ties count half). A candidate whose parts are not installed is
 skipped with one line, and without llama-cpp-python the script says so and exits 0.
@@ -159,18 +160,19 @@ def measure(spec: Any, items: list[dict[str, Any]], criterion: str, threads: int
         return None
     llm = Llama(model_path=str(path), n_ctx=2048, n_threads=threads, verbose=False)
     yes_ids, no_ids = answer_token_ids(llm)
-    scores, seconds, prompt_tokens = [], [], []
+    scores, seconds, cpu, prompt_tokens = [], [], [], []
     for item in items:
         prompt = rubric_prompt(criterion, item["question"], item["context"], item["answer"])
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         scores.append(p_yes(llm, prompt, yes_ids, no_ids))
         seconds.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         print(f"  {len(seconds)}/{len(items)} {item['model']} {item['case_id']} human={item['human']} "
-              f"p_yes={scores[-1]:.3f} {seconds[-1]:.1f}s", file=sys.stderr, flush=True)
+              f"p_yes={scores[-1]:.3f} {seconds[-1]:.1f}s cpu={cpu[-1]:.1f}s", file=sys.stderr, flush=True)
         prompt_tokens.append(llm.n_tokens)
     human = [item["human"] for item in items]
     judge = [int(s >= 0.5) for s in scores]
-    return {"n": len(items), "sec": statistics.median(seconds), "tps": len(items) / sum(seconds),
+    return {"n": len(items), "sec": statistics.median(seconds), "cpu": statistics.median(cpu), "tps": len(items) / sum(seconds),
             "tokens": statistics.median(prompt_tokens), "kappa": kappa(human, judge),
             "auc": auc(human, scores), "human_rate": sum(human) / len(human),
             "judge_rate": sum(judge) / len(judge), "scores": scores}
@@ -206,11 +208,11 @@ def main() -> int:
                            for i, s in zip(items, result["scores"])]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\n{args.threads} threads, load average {load:.1f} at the end\n")
-    print("| judge | criterion | n | prompt tokens (median) | s/judgement (median) | judgements/s "
+    print("| judge | criterion | n | prompt tokens (median) | s/judgement (median) | CPU s/judgement | judgements/s "
           "| human yes | judge yes | kappa@0.5 | AUC |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, criterion, r in rows:
-        print(f"| {name} | {criterion} | {r['n']} | {r['tokens']:.0f} | {r['sec']:.2f} | {r['tps']:.2f} "
+        print(f"| {name} | {criterion} | {r['n']} | {r['tokens']:.0f} | {r['sec']:.2f} | {r['cpu']:.2f} | {r['tps']:.3f} "
               f"| {r['human_rate']:.2f} | {r['judge_rate']:.2f} | {r['kappa']:.3f} | {r['auc']:.3f} |")
     if args.scores_out:
         Path(args.scores_out).write_text("".join(json.dumps(d) + "\n" for d in dumped), encoding="utf-8")
