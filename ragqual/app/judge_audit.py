@@ -18,6 +18,7 @@ from ragqual.core.judge_audit import Sample, audit_payload
 from ragqual.errors import InputError
 from ragqual.store import judgements
 from ragqual.store.judgements import AuditRow, JudgementRow
+from ragqual.store.runstore import RunStore
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,10 @@ def _pick(rows: list[JudgementRow], judge: str | None) -> list[JudgementRow]:
             (newest.judge_model, newest.rubric_sha256, newest.judge_digest)]
 
 
-def audit_run(app: AppContext, run_id: int, judge: str | None = None) -> list[CriterionAudit]:
-    """Audit every criterion RUN has both judge verdicts and human labels for; append the rows."""
+def _evidence(app: AppContext,
+              run_id: int) -> tuple[RunStore, dict[str, dict[int, list[str]]], list[JudgementRow]]:
+    """RUN's store, its current human labels (criterion -> trial -> verdicts) and its current
+    judge verdicts (pairwise ones aside); no verdicts at all is refused."""
     from ragqual.store.labels import current_labels
 
     store = app.store(auto_create=False)
@@ -58,6 +61,12 @@ def audit_run(app: AppContext, run_id: int, judge: str | None = None) -> list[Cr
                 if not r.criterion.startswith("pairwise-")]
     if not verdicts:
         raise InputError(f"run {run_id} has no judge verdicts: run `ragqual judge {run_id} --judge URI` first")
+    return store, human, verdicts
+
+
+def audit_run(app: AppContext, run_id: int, judge: str | None = None) -> list[CriterionAudit]:
+    """Audit every criterion RUN has both judge verdicts and human labels for; append the rows."""
+    store, human, verdicts = _evidence(app, run_id)
     if not human:
         raise InputError(f"run {run_id} has no human labels: `ragqual label {run_id}` or `ragqual labels import`")
     out = []
@@ -93,17 +102,7 @@ def plan_labels(app: AppContext, run_id: int, width: float, judge: str | None = 
     at the moments of the labels so far: `core.ppi.labels_needed`), and how many more that is."""
     from ragqual.core.judge_audit import judge_score, majority
     from ragqual.core.ppi import labels_needed
-    from ragqual.store.labels import current_labels
-
-    store = app.store(auto_create=False)
-    store.get_run(run_id)
-    human: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for label in current_labels(store.engine, run_id):
-        human[label.criterion][label.trial_id].append(label.verdict)
-    verdicts = [r for r in judgements.current_judgements(store.engine, run_id)
-                if not r.criterion.startswith("pairwise-")]
-    if not verdicts:
-        raise InputError(f"run {run_id} has no judge verdicts: run `ragqual judge {run_id} --judge URI` first")
+    store, human, verdicts = _evidence(app, run_id)
     plans = []
     for criterion in sorted({r.criterion for r in verdicts}):
         samples: dict[int, list[Sample]] = defaultdict(list)
