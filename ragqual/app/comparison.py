@@ -136,11 +136,16 @@ class Comparison:
     differences: list[str] = field(default_factory=list)  # the two runs' settings that differ
     critical: list[CriticalRegression] = field(default_factory=list)  # regressions on critical goldens
     costs: pd.DataFrame | None = None  # cost per variant of both runs (ragqual.app.pricing.compare_costs)
+    judge: pd.DataFrame | None = None  # `compare --judge`: PPI++ paired difference per criterion (outside the gate)
 
-    def cost_sections(self) -> list[tuple[str, pd.DataFrame]]:
+    def extra_sections(self) -> list[tuple[str, pd.DataFrame]]:
+        """Cost per variant, and the judge's section when `compare --judge` added it."""
         from ragqual.app.pricing import cost_sections
 
-        return cost_sections(self.costs)
+        judge = [] if self.judge is None else [
+            ("judge: NEW - BASE per criterion (PPI++ paired interval; an LLM's opinion corrected by human labels, "
+             "outside the default gate)", self.judge)]
+        return cost_sections(self.costs) + judge
 
     def cost_records(self) -> list[dict[str, Any]]:
         from ragqual.app.pricing import cost_records

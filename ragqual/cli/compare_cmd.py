@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import click
+import pandas as pd
 
 from pathlib import Path
 
@@ -134,9 +135,9 @@ def compare_cmd(app: AppContext, base: str, new: str, gate: str, tolerance: floa
         click.echo(json.dumps({**comparison_json(comparison), "judge": [{**d.__dict__, "regression": d.regression}
                                                                        for d in differences]}, indent=2))
     else:
-        emit_comparison(comparison, fmt, output)
         if differences is not None:
-            _print_judge(differences, int(base), int(new))
+            comparison = replace(comparison, judge=judge_frame(differences))
+        emit_comparison(comparison, fmt, output)
     if comparison.gate_failed:
         raise GateFailed(critical_verdict(comparison.critical, verdict_line(comparison)))
     if gate_judge and differences is not None and any(d.regression for d in differences):
@@ -172,18 +173,15 @@ def emit_ci(app: AppContext, comparison: Comparison, fmt: str, output: str | Non
         emit_page(text, output)
 
 
-def _print_judge(differences: list[Any], base: int, new: int) -> None:
+
+def judge_frame(differences: list[Any]) -> pd.DataFrame:
+    """One row per judged criterion: pairs, labelled pairs, the judge-only difference and the PPI++
+    paired difference with its interval (`-` where it cannot be computed, with the note why)."""
     def num(value: float | None) -> str:
         return "-" if value is None else f"{value:+.3f}"
 
-    click.echo("")
-    click.echo(f"judge: run {new} - run {base} per criterion (PPI++ paired interval; an LLM's opinion corrected by "
-               "human labels, outside the default gate)")
-    click.echo("| criterion | pairs | labelled | judge only | PPI++ difference [95% CI] |")
-    click.echo("|---|---|---|---|---|")
-    for d in differences:
-        ci = "-" if d.estimate is None else f"{num(d.estimate)} [{num(d.low)}, {num(d.high)}]"
-        click.echo(f"| {d.criterion} | {d.pairs} | {d.labelled} | {num(d.judge_only)} | {ci} |")
-    for d in differences:
-        if d.note:
-            click.echo(f"{d.criterion}: {d.note}")
+    return pd.DataFrame([{"criterion": d.criterion, "pairs": d.pairs, "labelled": d.labelled,
+                          "judge only": num(d.judge_only),
+                          "PPI++ difference [95% CI]": "-" if d.estimate is None else
+                          f"{num(d.estimate)} [{num(d.low)}, {num(d.high)}]", "note": d.note or ""}
+                         for d in differences])

@@ -167,7 +167,7 @@ def _sections(comparison: Comparison) -> list[tuple[str, pd.DataFrame]]:
                          metrics_frame(comparison.tag_rows, with_tag=True)))
     sections += [("flips", flips_frame(comparison)), ("flips by tag", flips_by_tag_frame(comparison)),
                  ("unstable", unstable_frame(comparison))]
-    return sections + comparison.cost_sections()
+    return sections + comparison.extra_sections()
 
 
 def markdown_comment(comparison: Comparison) -> str:

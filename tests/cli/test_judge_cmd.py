@@ -270,6 +270,13 @@ def test_compare_judge_gives_the_ppi_paired_difference_and_gate_judge_fails_on_i
     assert row["estimate"] == pytest.approx(-0.8) and row["high"] < 0 and row["regression"] is True
     code, out, err = _run(workdir, capsys, "compare", str(base), str(new), "--gate-judge")
     assert code == 1 and "judge gate" in err and "relevance" in err
+    for fmt in ("markdown", "html"):  # the same section on the pull-request comment and the page
+        page = tmp_path / f"compare.{fmt}"
+        args = ["-o", str(page)] if fmt == "html" else []
+        code, out, err = _run(workdir, capsys, "compare", str(base), str(new), "--judge", "--format", fmt, *args)
+        shown = page.read_text(encoding="utf-8") if fmt == "html" else out
+        assert code == 0, err
+        assert "PPI++ paired interval" in shown and "-0.800 [" in shown
 
 
 def test_failing_only_and_bad_input(workdir, answered, capsys):
