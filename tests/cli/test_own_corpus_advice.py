@@ -10,6 +10,8 @@ import sqlite3
 
 import pytest
 
+from tests.support.projects import own_project as write_project
+
 from .conftest import invoke
 
 pytestmark = pytest.mark.slow
@@ -42,23 +44,8 @@ GOLDENS = [
 
 @pytest.fixture(scope="module")
 def own_project(tmp_path_factory, shared_cache):
-    root = tmp_path_factory.mktemp("own")
-    (root / "corpus").mkdir()
-    for doc_id, text in DOCS.items():
-        (root / "corpus" / f"{doc_id}.md").write_text(text, encoding="utf-8")
-    (root / "goldens").mkdir()
-    lines = []
-    for g in GOLDENS:
-        full = {"turns": [], "relevantDocIds": [], "mustInclude": [], "mustNotInclude": [], "expectRefusal": False,
-                "tags": ["out-of-corpus"] if g.get("expectRefusal") else ["own"], **g}
-        lines.append(json.dumps(full))
-    (root / "goldens" / "own.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (root / "eval-results").mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
-            mp.delenv(var, raising=False)
-        mp.setenv("RAGQUAL_CACHE_DIR", str(shared_cache))
+    goldens = [{"tags": ["out-of-corpus"] if g.get("expectRefusal") else ["own"], **g} for g in GOLDENS]
+    with write_project(tmp_path_factory.mktemp("own"), DOCS, goldens, shared_cache) as root:
         yield root
 
 

@@ -9,6 +9,8 @@ import sqlite3
 
 import pytest
 
+from tests.support.projects import own_project
+
 import ragqual.subjects.rag as rag
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
@@ -26,23 +28,8 @@ SPLITS = {"alder-flow": "validation", "birch-flow": "test", "cedar-size": "valid
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, shared_cache):
-    root = tmp_path_factory.mktemp("strategies")
-    (root / "corpus").mkdir()
-    for doc_id, text in DOCS.items():
-        (root / "corpus" / f"{doc_id}.md").write_text(text, encoding="utf-8")
-    (root / "goldens").mkdir()
-    lines = []
-    for g in GOLDENS:
-        full = {"turns": [], "relevantDocIds": [], "mustInclude": [], "mustNotInclude": [], "expectRefusal": False,
-                "tags": ["own"], "split": SPLITS[g["id"]], **g}
-        lines.append(json.dumps(full))
-    (root / "goldens" / "own.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (root / "eval-results").mkdir()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(root)
-        for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
-            mp.delenv(var, raising=False)
-        mp.setenv("RAGQUAL_CACHE_DIR", str(shared_cache))
+    goldens = [{"split": SPLITS[g["id"]], **g} for g in GOLDENS]
+    with own_project(tmp_path_factory.mktemp("strategies"), DOCS, goldens, shared_cache) as root:
         yield root
 
 
