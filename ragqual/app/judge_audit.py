@@ -46,8 +46,8 @@ def _pick(rows: list[JudgementRow], judge: str | None) -> list[JudgementRow]:
             (newest.judge_model, newest.rubric_sha256, newest.judge_digest)]
 
 
-def _evidence(app: AppContext,
-              run_id: int) -> tuple[RunStore, dict[str, dict[int, list[str]]], list[JudgementRow]]:
+def _evidence(app: AppContext, run_id: int,
+              judge: str | None) -> tuple[RunStore, dict[str, dict[int, list[str]]], list[JudgementRow]]:
     """RUN's store, its current human labels (criterion -> trial -> verdicts) and its current
     judge verdicts (pairwise ones aside); no verdicts at all is refused."""
     from ragqual.store.labels import current_labels
@@ -61,12 +61,16 @@ def _evidence(app: AppContext,
                 if not r.criterion.startswith("pairwise-")]
     if not verdicts:
         raise InputError(f"run {run_id} has no judge verdicts: run `ragqual judge {run_id} --judge URI` first")
+    if judge is not None:  # only the criteria this judge scored
+        verdicts = [r for r in verdicts if r.judge_model == judge]
+        if not verdicts:
+            raise InputError(f"no verdicts of judge {judge!r} on this run: run `ragqual judge RUN --judge {judge}`")
     return store, human, verdicts
 
 
 def audit_run(app: AppContext, run_id: int, judge: str | None = None) -> list[CriterionAudit]:
     """Audit every criterion RUN has both judge verdicts and human labels for; append the rows."""
-    store, human, verdicts = _evidence(app, run_id)
+    store, human, verdicts = _evidence(app, run_id, judge)
     if not human:
         raise InputError(f"run {run_id} has no human labels: `ragqual label {run_id}` or `ragqual labels import`")
     out = []
@@ -102,7 +106,7 @@ def plan_labels(app: AppContext, run_id: int, width: float, judge: str | None = 
     at the moments of the labels so far: `core.ppi.labels_needed`), and how many more that is."""
     from ragqual.core.judge_audit import judge_score, majority
     from ragqual.core.ppi import labels_needed
-    store, human, verdicts = _evidence(app, run_id)
+    store, human, verdicts = _evidence(app, run_id, judge)
     plans = []
     for criterion in sorted({r.criterion for r in verdicts}):
         samples: dict[int, list[Sample]] = defaultdict(list)
