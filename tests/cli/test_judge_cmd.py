@@ -306,3 +306,19 @@ def test_judge_rows_are_append_only_sealed_and_verified(workdir, answered, capsy
     db.commit()
     code, out, err = _run(workdir, capsys, "verify", str(body["run_id"]))
     assert code != 0 and "judgements row" in out + err and "edited" in out + err
+
+
+def test_an_audit_of_one_judge_leaves_out_the_criteria_only_another_judge_scored(workdir, answered, tmp_path,
+                                                                                  capsys):
+    with StandIn() as server:
+        _judge(workdir, capsys, answered, "--judge", server.uri, "--criteria", "faithfulness")
+    _judge(workdir, capsys, answered, "--judge", "mock", "--criteria", "relevance")
+    trials = [t for t, in _db(workdir).execute("SELECT id FROM trials WHERE run_id=? ORDER BY id", (answered,))]
+    labels = tmp_path / "both.csv"
+    labels.write_text("trial_id,criterion,verdict,labeller\n" + "".join(
+        f"{t},{c},{'yes' if i % 2 else 'no'},ann\n" for i, t in enumerate(trials[:3])
+        for c in ("faithfulness", "relevance")), encoding="utf-8")
+    assert _run(workdir, capsys, "labels", "import", str(labels), "--run", str(answered))[0] == 0
+    code, out, err = _run(workdir, capsys, "--json", "judge", "audit", str(answered), "--judge", server.uri)
+    assert code == 0, err
+    assert [a["criterion"] for a in json.loads(out)] == ["faithfulness"]
