@@ -148,6 +148,15 @@ def open_queue(app: AppContext, run_id: int, labeller: str | None = None, *, sam
 
 # -- files --------------------------------------------------------------------------------------
 
+def _models_of(trial: FailureTrial) -> set[str]:
+    """The names a label file may give a trial's model: its variant, and for an answer replayed from
+    an `answers:` file the model that file says produced it (labels made beside the production
+    system name that one)."""
+    raw = trial.raw_output if isinstance(trial.raw_output, dict) else {}
+    produced = raw.get("model") if raw.get("source") == "answers" else None
+    return {trial.variant} | ({produced} if isinstance(produced, str) and produced else set())
+
+
 def _resolve(trials: Sequence[FailureTrial], line: label_files.LabelLine, name: str) -> int:
     """The trial a file line names, or InputError naming the file and line."""
     if line.trial_id is not None:
@@ -159,7 +168,7 @@ def _resolve(trials: Sequence[FailureTrial], line: label_files.LabelLine, name: 
                              f"not {line.case_id}")
         return line.trial_id
     found = [t for t in trials if t.case_id == line.case_id and t.mode == line.mode and t.repeat_index == line.repeat
-             and (line.model is None or t.variant == line.model)]
+             and (line.model is None or line.model in _models_of(t))]
     if len(found) == 1:
         return found[0].trial_id
     where = f"case {line.case_id}, mode {line.mode}, repeat {line.repeat}"

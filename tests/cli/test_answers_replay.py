@@ -95,3 +95,21 @@ def test_ragqual_run_replays_too(workdir, capsys):
     run_id = json.loads(out)["run_id"]
     (error, raw), = _db(workdir).execute("SELECT error, raw_output FROM trials WHERE run_id=?", (run_id,)).fetchall()
     assert error == f"no answer for {CASES[0]} (oracle) in {name}"  # the line is for e2e only
+
+
+def test_labels_may_name_the_model_that_produced_a_replayed_answer(workdir, capsys, tmp_path):
+    name = _answers(workdir, {"id": CASES[0], "answer": GOOD, "model": "prod-v3"},
+                    {"id": CASES[1], "answer": BAD, "model": "prod-v3"})
+    code, out, err = _generation(workdir, capsys, name)
+    assert code == 0, err
+    run = json.loads(out)["run_id"]
+    labels = tmp_path / "labels.jsonl"
+    line = {"case_id": CASES[0], "model": "prod-v3", "criterion": "faithfulness", "verdict": "yes", "labeller": "ann"}
+    labels.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    db = workdir / "eval-results" / "eval.db"
+    code, _, err = ragqual(db, ["labels", "import", str(labels), "--run", str(run)], capsys)
+    assert code == 0, err
+    labels.write_text(json.dumps({**line, "model": "prod-v4"}) + "\n", encoding="utf-8")
+    code, _, err = ragqual(db, ["labels", "import", str(labels), "--run", str(run)], capsys)
+    assert code == 2 and "labels.jsonl:1: the run has no trial for" in err and "model prod-v4" in err
+    assert _count(workdir, "labels") == 1
