@@ -1,4 +1,4 @@
-"""Reading trial costs (migration 0012): each trial's newest cost row, or its row under a pinned
+"""Reading trial costs (migration 0011): each trial's newest cost row, or its row under a pinned
 pricing snapshot, falling back to `trials.cost` for trials written before costs had rows.
 
 Only rows a seal covers are read (ragqual.store.sealed_rows).
@@ -36,7 +36,7 @@ class PricingInput:
 class CostValue:
     cost: float | None
     currency: str | None
-    snapshot_id: int | None  # None: read from trials.cost (a trial from before migration 0012)
+    snapshot_id: int | None  # None: read from trials.cost (a trial from before migration 0011)
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def resolve_snapshot(engine: Engine, ref: str) -> int:
     """A snapshot id from its id or (a prefix of at least 6 characters of) its sha256."""
     ref = ref.strip()
     if not has_cost_tables(engine):
-        raise InputError("this history has no pricing snapshots (its schema is older than migration 0012)")
+        raise InputError("this history has no pricing snapshots (its schema is older than migration 0011)")
     with Session(engine) as session:
         if ref.isdigit() and len(ref) < HASH_PREFIX_MIN:
             found = session.execute(select(PricingSnapshot.id).where(PricingSnapshot.id == int(ref))).scalars().all()

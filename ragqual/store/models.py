@@ -306,7 +306,7 @@ class Label(Base):
 
 
 class PricingSnapshot(Base):
-    """A price list exactly as a run or a reprice used it (migration 0012), interned by hash like
+    """A price list exactly as a run or a reprice used it (migration 0011), interned by hash like
     `system_prompts`: canonical JSON of ragqual.core.pricing.PriceList.canonical()."""
 
     __tablename__ = "pricing_snapshots"
@@ -317,7 +317,7 @@ class PricingSnapshot(Base):
 
 
 class TrialCost(Base):
-    """A trial's cost under one pricing snapshot (migration 0012); NULL cost = unpriced. Readers
+    """A trial's cost under one pricing snapshot (migration 0011); NULL cost = unpriced. Readers
     take a trial's newest row, or the row of a pinned snapshot, else `trials.cost`."""
 
     __tablename__ = "trial_costs"

@@ -94,7 +94,7 @@ class TrialFigureRow:
     latency_ms: float | None
     cache_hit: bool
     error: str | None
-    currency: str | None = None  # of `cost`; None for a trial from before cost rows (migration 0012)
+    currency: str | None = None  # of `cost`; None for a trial from before cost rows (migration 0011)
 
 
 def _pick_scores(

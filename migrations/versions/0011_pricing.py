@@ -1,7 +1,7 @@
 """Prices: a snapshot of the price list every run priced its trials with, and each trial's cost rows.
 
-Revision ID: 0012
-Revises: 0008
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-12-02
 
 * `pricing_snapshots`: one row per distinct price list (canonical JSON in `body`, its sha256
@@ -27,7 +27,7 @@ from alembic import op
 
 from ragqual.store.guards import guard_statements
 
-revision = "0012"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
@@ -60,6 +60,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     raise NotImplementedError(
-        "0012 cannot be downgraded: pricing_snapshots and trial_costs are append-only history holding "
+        "0011 cannot be downgraded: pricing_snapshots and trial_costs are append-only history holding "
         "every price a trial has had. Copy the database instead."
     )
