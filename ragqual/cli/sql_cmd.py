@@ -5,7 +5,8 @@ pointers, load code or read files; it runs for `--timeout` seconds at most (defa
 stops it within a second), prints at most `--limit` rows (default 1000; 0 = all, streamed with
 constant memory), and its rows may hold `--max-bytes` bytes at most (default 64 MiB; 0 = no
 bound): past it the command stops with exit 2 and one line. See `ragqual.store.sql_console`. The views
-`v_run_status`, `v_trials` and `v_metric_means` are the easiest place to start.
+`v_run_status`, `v_trials` and `v_metric_means` are the easiest place to start; `v_trial_texts`
+shows each trial's prompt, context and outputs (stored once by hash since migration 0012).
 """
 
 from __future__ import annotations

@@ -12,10 +12,12 @@ from sqlalchemy import Engine, text
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import ALIAS_COVERED, current_metric_row
 from ragqual.store.sealed_rows import covered
+from ragqual.store.texts import resolved_sql
 
 TRIALS_SQL = f"""
 SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
-       t.raw_output, t.parsed_output, t.context, t.error,
+       {resolved_sql('t', 'raw_output')}, {resolved_sql('t', 'parsed_output')},
+       {resolved_sql('t', 'context')}, t.error,
        (SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
           AND {covered('trial_scores', 's.id')}
         ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1) AS perfect

@@ -165,6 +165,12 @@ class Trial(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     raw_output_bytes: Mapped[int | None] = mapped_column(Integer)  # before the output cap
     output_truncated: Mapped[bool | None] = mapped_column(Boolean)  # raw output cut to the cap
+    # Migration 0012: a long text is stored once in `texts` and named here by its sha256; the
+    # column above it is then NULL (ragqual.store.texts reads both layouts).
+    rendered_prompt_sha256: Mapped[str | None] = mapped_column(String(64))
+    context_sha256: Mapped[str | None] = mapped_column(String(64))
+    raw_output_sha256: Mapped[str | None] = mapped_column(String(64))
+    parsed_output_sha256: Mapped[str | None] = mapped_column(String(64))
 
 
 class AssertionResult(Base):
@@ -374,6 +380,17 @@ class JudgeAudit(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class StoredText(Base):
+    """A trial's long text stored once by content (migration 0012): a rendered prompt, a context, a
+    raw or parsed output, exactly as the trial column would hold it. Trials name it by `sha256`;
+    the view `v_trial_texts` shows every trial's texts from either layout."""
+
+    __tablename__ = "texts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    body: Mapped[str] = mapped_column(Text)
+
+
 SEALED_TABLES: tuple[str, ...] = (
     "runs",
     "run_events",
@@ -394,6 +411,7 @@ SEALED_TABLES: tuple[str, ...] = (
     "trial_costs",
     "judgements",
     "judge_audits",
+    "texts",
 )
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
-from ragqual.store import db, faults, sealing
+from ragqual.store import db, faults, sealing, texts
 from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
@@ -159,6 +159,7 @@ class RunStore:
         self._writer = db.writer(engine)
         self._identity = faults.file_identity(engine.url)
         self._spans: bool | None = None
+        self._texts: bool | None = None
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -210,6 +211,17 @@ class RunStore:
         if self._spans is None:
             self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
         return self._spans
+
+    def _text_columns(self, session: Session, values: dict[str, str | None]) -> dict[str, str | None]:
+        """A trial's text columns: long texts stored once in `texts` and named by hash (migration
+        0012, ragqual.store.texts); inline as before on an older schema."""
+        if self._texts is None:
+            self._texts = inspect(session.connection()).has_table(texts.TABLE)
+        if not self._texts:
+            return values
+        columns, bodies = texts.split(values)
+        texts.store(session, bodies)
+        return columns
 
     def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
@@ -371,10 +383,12 @@ class RunStore:
                     system_prompt_id=rec.system_prompt_id,
                     mode=rec.mode,
                     repeat_index=rec.repeat_index,
-                    rendered_prompt=_dump(redact_known(rec.rendered_prompt)),
-                    context=redact_known(rec.context),
-                    raw_output=_dump(redact_known(rec.raw_output)),
-                    parsed_output=_dump(redact_known(rec.parsed_output)),
+                    **self._text_columns(session, {
+                        "rendered_prompt": _dump(redact_known(rec.rendered_prompt)),
+                        "context": redact_known(rec.context),
+                        "raw_output": _dump(redact_known(rec.raw_output)),
+                        "parsed_output": _dump(redact_known(rec.parsed_output)),
+                    }),
                     error=None if rec.error is None else redact_text(rec.error),
                     prompt_tokens=rec.prompt_tokens,
                     completion_tokens=rec.completion_tokens,

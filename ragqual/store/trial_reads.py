@@ -17,6 +17,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from ragqual.errors import InputError
+from ragqual.store import texts
 from ragqual.store.cost_reads import trial_costs
 from ragqual.store.records import AssertionRow, ScoreRow
 from ragqual.store.sealed_rows import is_covered
@@ -62,7 +63,8 @@ class StoredTrial:
 def run_trials(engine: Engine, run_id: int) -> list[StoredTrial]:
     query = (
         select(Trial.id, Trial.case_pk, CaseDef.case_id, CaseDef.slug, CaseDef.definition,
-               VariantConfig.name, Trial.mode, Trial.repeat_index, Trial.raw_output, Trial.context,
+               VariantConfig.name, Trial.mode, Trial.repeat_index, texts.resolved("raw_output"),
+               texts.resolved("context"),
                Trial.error)
         .join(CaseDef, CaseDef.id == Trial.case_pk)
         .join(VariantConfig, VariantConfig.id == Trial.variant_id)
@@ -186,6 +188,7 @@ def trial_detail(engine: Engine, trial_id: int) -> TrialDetail:
         variant = session.get(VariantConfig, trial.variant_id)
         assert case is not None and variant is not None, "foreign keys guarantee both rows"
         prompt = session.get(SystemPrompt, trial.system_prompt_id) if trial.system_prompt_id else None
+        body = texts.trial_texts(session, trial)
         return TrialDetail(
             trial_id=trial.id, run_id=trial.run_id, mode=trial.mode, repeat_index=trial.repeat_index,
             created_at=trial.created_at, case_id=case.case_id, slug=case.slug, case_sha256=case.sha256,
@@ -193,8 +196,8 @@ def trial_detail(engine: Engine, trial_id: int) -> TrialDetail:
             provider=variant.provider, model=variant.model, variant_config=json.loads(variant.config),
             system_prompt_sha256=prompt.sha256 if prompt else None,
             system_prompt=prompt.text if prompt else None,
-            rendered_prompt=_load(trial.rendered_prompt), context=trial.context,
-            raw_output=_load(trial.raw_output), parsed_output=_load(trial.parsed_output),
+            rendered_prompt=_load(body["rendered_prompt"]), context=body["context"],
+            raw_output=_load(body["raw_output"]), parsed_output=_load(body["parsed_output"]),
             error=trial.error, prompt_tokens=trial.prompt_tokens,
             completion_tokens=trial.completion_tokens, latency_ms=trial.latency_ms,
             load_ms=trial.load_ms, cost=trial.cost, cache_key=trial.cache_key,
@@ -256,7 +259,7 @@ def _scorings(engine: Engine, score_filter: Any, result_filter: Any) -> dict[int
 
 def run_answers(engine: Engine, run_id: int) -> dict[int, Any]:
     """trial id -> its parsed output (the answer as scored), decoded like every JSON column."""
-    query = select(Trial.id, Trial.parsed_output).where(Trial.run_id == run_id, is_covered("trials"))
+    query = select(Trial.id, texts.resolved("parsed_output")).where(Trial.run_id == run_id, is_covered("trials"))
     with Session(engine) as session:
         return {r[0]: _load(r[1]) for r in session.execute(query).all()}
 

@@ -12,6 +12,7 @@ from ragqual.store.models import SEALED_TABLES, RetrievalResult
 from ragqual.store.records import AssertionRow, Provenance, RetrievalRow, ScoreRow, TrialRecord
 from ragqual.store.runstore import RunStore, bulk_insert_tuples, table_of
 
+CONTEXT = "[1] ctx: the chunks the retrieval pipeline injected for this question, stored once by hash"
 OLD_RETRIEVAL_COLUMNS = ("run_id", "strategy", "query_id", "rank", "chunk_id", "doc_id", "score")
 
 
@@ -30,7 +31,7 @@ def add_trial(store: RunStore, run_id: int, *, case: str = "case-1", repeat: int
     prompt = store.intern_system_prompt("You answer from context.")
     return store.append_trial(TrialRecord(
         run_id=run_id, case_pk=case_pk, variant_id=variant, mode=mode, repeat_index=repeat,
-        system_prompt_id=prompt, rendered_prompt=[{"role": "user", "content": "q?"}], context="ctx",
+        system_prompt_id=prompt, rendered_prompt=[{"role": "user", "content": "q?"}], context=CONTEXT,
         raw_output={"text": "answer"}, parsed_output="answer", error=None, prompt_tokens=10,
         completion_tokens=3, latency_ms=12.5, load_ms=None, cost=None, cache_key="k" * 64, cache_hit=False,
         assertions=(AssertionRow("a1", 1, "correctness", 1.0, passed),),

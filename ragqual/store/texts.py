@@ -1,0 +1,100 @@
+"""A trial's long texts stored once, by content hash (migration 0012).
+
+Rendered prompts, contexts and outputs repeat: every repeat of a case sends the same prompt with
+the same context, a cached model gives the same answer, and the modes share contexts. From
+migration 0012 the run store writes each such text once into `texts` (sha256 unique, the body
+exactly as the trial column would have held it) and the trial names it in `<column>_sha256`,
+leaving `<column>` NULL. A text no longer than its hash (`INLINE_MAX` characters) stays inline.
+
+Rows written before 0012 keep their inline text; every reader takes the inline text when there
+is one and the stored text by hash otherwise (`resolved_sql` for SQL, `resolved` for ORM
+selects, `trial_texts` for one loaded trial). `texts` is history like any other table: its rows
+are sealed in the transaction that appends the trial, and readers use only sealed text rows.
+The view `v_trial_texts` shows every trial's four texts from either layout, so an audit with
+plain `sqlite3` or `psql` is one query:
+
+    SELECT rendered_prompt, context, raw_output FROM v_trial_texts WHERE trial_id = 42;
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select, text
+from sqlalchemy.orm import Session, aliased
+
+from ragqual.core.hashing import sha256_hex
+from ragqual.store.models import StoredText, Trial
+from ragqual.store.sealed_rows import covered
+
+TABLE = "texts"
+TEXT_COLUMNS: tuple[str, ...] = ("rendered_prompt", "context", "raw_output", "parsed_output")
+INLINE_MAX = 64  # a text this short costs no more inline than its hash
+
+
+def hash_column(column: str) -> str:
+    """The trial column naming `column`'s stored text."""
+    return f"{column}_sha256"
+
+
+def split(values: Mapping[str, str | None]) -> tuple[dict[str, str | None], dict[str, str]]:
+    """A trial's text columns as stored from 0012 on: (the trial row's columns, {sha256: body}
+    to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline."""
+    columns: dict[str, str | None] = {}
+    bodies: dict[str, str] = {}
+    for column, value in values.items():
+        if not isinstance(value, str) or len(value) <= INLINE_MAX:
+            columns[column] = value
+            continue
+        digest = sha256_hex(value)
+        bodies[digest] = value
+        columns[hash_column(column)] = digest
+    return columns, bodies
+
+
+def store(session: Session, bodies: Mapping[str, str]) -> None:
+    """Append the texts not yet stored. Called under the writers' lock (the run store's
+    transaction), so no other writer can append the same hash in between."""
+    if not bodies:
+        return
+    known = set(session.execute(select(StoredText.sha256).where(StoredText.sha256.in_(list(bodies)))).scalars())
+    missing = [{"sha256": h, "body": b} for h, b in bodies.items() if h not in known]
+    if missing:
+        session.execute(StoredText.__table__.insert(), missing)
+
+
+def resolved_sql(alias: str, column: str) -> str:
+    """SQL for `alias`.`column` of trials in either layout: the inline text, else the sealed text
+    its hash names."""
+    ref = f"{alias}.{hash_column(column)}"
+    return (f"COALESCE({alias}.{column}, (SELECT x.body FROM texts x WHERE x.sha256 = {ref} "
+            f"AND {covered(TABLE, 'x.id')}))")
+
+
+def resolved(column: str) -> ColumnElement[Any]:
+    """`resolved_sql` for an ORM select over `Trial`, labelled `column`."""
+    name = f"text_{column}"
+    stored = aliased(StoredText, name=name)
+    body = (select(stored.body).where(stored.sha256 == getattr(Trial, hash_column(column)),
+                                      text(covered(TABLE, f"{name}.id"))).scalar_subquery())
+    return func.coalesce(getattr(Trial, column), body).label(column)
+
+
+def load(session: Session, hashes: Iterable[str]) -> dict[str, str]:
+    """sha256 -> body of the sealed texts among `hashes`."""
+    wanted = sorted(set(hashes))
+    if not wanted:
+        return {}
+    query = select(StoredText.sha256, StoredText.body).where(StoredText.sha256.in_(wanted),
+                                                             text(covered(TABLE, "texts.id")))
+    return {h: b for h, b in session.execute(query).all()}
+
+
+def trial_texts(session: Session, trial: Trial) -> dict[str, str | None]:
+    """One loaded trial's four texts, from either layout."""
+    refs = {c: getattr(trial, hash_column(c)) for c in TEXT_COLUMNS}
+    bodies = load(session, (h for h in refs.values() if h))
+    return {c: getattr(trial, c) if getattr(trial, c) is not None else bodies.get(refs[c] or "")
+            for c in TEXT_COLUMNS}
+
