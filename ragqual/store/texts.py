@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select, text
+from sqlalchemy import ColumnElement, func, insert, select, text
 from sqlalchemy.orm import Session, aliased
 
 from ragqual.core.hashing import sha256_hex
@@ -61,7 +61,7 @@ def store(session: Session, bodies: Mapping[str, str]) -> None:
     known = set(session.execute(select(StoredText.sha256).where(StoredText.sha256.in_(list(bodies)))).scalars())
     missing = [{"sha256": h, "body": b} for h, b in bodies.items() if h not in known]
     if missing:
-        session.execute(StoredText.__table__.insert(), missing)
+        session.execute(insert(StoredText), missing)
 
 
 def resolved_sql(alias: str, column: str) -> str:

@@ -11,7 +11,7 @@ from sqlalchemy.engine import make_url
 
 from ragqual.cli.main import main
 from ragqual.core.hashing import sha256_hex
-from ragqual.store import db, sealing, texts
+from ragqual.store import db, queries, sealing, texts
 from ragqual.store.failure_reads import run_failure_trials
 from ragqual.store.records import AssertionRow, ScoreRow, TrialRecord
 from ragqual.store.runstore import RunStore
@@ -68,6 +68,12 @@ def _reads(engine, run: int) -> dict:
             "failures": failures, "view": [tuple(r) for r in view]}
 
 
+def _exported(engine, run: int):
+    """`ragqual export`'s trial rows (v_trials) without ids and times."""
+    frame = queries.export_trials(engine, run)
+    return frame.drop(columns=[c for c in ("trial_id", "run_id", "run_started_at", "created_at") if c in frame])
+
+
 def _stored_in(engine, run: int) -> set[str]:
     with engine.connect() as conn:
         return set(conn.execute(text("SELECT stored_in FROM v_trial_texts WHERE run_id = :run"), {"run": run}).scalars())
@@ -119,6 +125,10 @@ def test_an_0011_history_upgrades_verifies_and_reads_the_same_as_a_new_run(store
     at_0011 = tuple(t for t in sealing.SEALED_TABLES if t != "texts")
     real_high_water = sealing.high_water
     monkeypatch.setattr(sealing, "high_water", lambda session, tables=at_0011: real_high_water(session, tables))
+    real_columns = sealing.columns
+    new_columns = {texts.hash_column(c) for c in texts.TEXT_COLUMNS}
+    monkeypatch.setattr(sealing, "columns", lambda table: [c for c in real_columns(table)
+                                                            if table != "trials" or c not in new_columns])
     old = _write_run(RunStore(engine))  # seals the tables a 0011 database has, as ragqual at 0011 did
     monkeypatch.undo()
     with engine.connect() as conn:
@@ -135,6 +145,7 @@ def test_an_0011_history_upgrades_verifies_and_reads_the_same_as_a_new_run(store
     assert _stored_in(engine, old) == {"inline"} and _stored_in(engine, new) == {"texts"}
     assert _reads(engine, old) == _reads(engine, new)
     assert _reads(engine, old)["details"][3]["context"] == CONTEXT
+    assert _exported(engine, old).equals(_exported(engine, new))
     verdict = verify(engine)
     assert verdict.intact, verdict.findings
     assert set(verdict.sealed_runs) >= {old, new}

@@ -1,0 +1,112 @@
+"""History bytes per trial: where the quick-start `ragqual eval` puts its bytes, table by table.
+
+Runs `ragqual --db <temp file> eval` (the bundled corpus and goldens, every default: the mock
+model, 3 repeats, all three modes) from the repository root into a fresh SQLite history, then
+reads SQLite's `dbstat` table: the pages each table uses with its indexes, in bytes and in bytes
+per generation trial, and the total (the file's size). A second table shows what the trials' text
+columns hold (inline and in `texts`). `--measure FILE` reads an existing history instead, e.g.
+one written by an older ragqual, to put the two side by side. The machine's load average is
+printed beside the figures (the bytes do not depend on it; the eval's wall time does).
+
+    python benchmarks/bench_history_bytes.py [--measure FILE] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT_COLUMNS = ("rendered_prompt", "context", "raw_output", "parsed_output")
+
+
+def _load() -> str:
+    return "load %.2f %.2f %.2f" % os.getloadavg()
+
+
+def run_eval(db_path: Path) -> float:
+    """The quick-start eval into `db_path`; its wall time in seconds."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "ragqual", "--db", str(db_path), "eval"], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"ragqual eval failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def table_bytes(con: sqlite3.Connection) -> dict[str, int]:
+    """table -> bytes of its pages and of its indexes' pages (dbstat)."""
+    owner = dict(con.execute("SELECT name, tbl_name FROM sqlite_schema WHERE type IN ('table', 'index')"))
+    out: dict[str, int] = {}
+    for name, size in con.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"):
+        table = owner.get(name, name)
+        out[table] = out.get(table, 0) + int(size)
+    return out
+
+
+def text_columns(con: sqlite3.Connection) -> list[tuple[str, int, int]]:
+    """(column, bytes held inline in trials, bytes of the distinct texts it names in `texts`)."""
+    has_texts = con.execute("SELECT 1 FROM sqlite_schema WHERE name = 'texts'").fetchone() is not None
+    rows = []
+    for column in TEXT_COLUMNS:
+        inline = con.execute(f"SELECT COALESCE(SUM(LENGTH(CAST({column} AS BLOB))), 0) FROM trials").fetchone()[0]
+        stored = 0
+        if has_texts:
+            stored = con.execute(
+                f"SELECT COALESCE(SUM(LENGTH(CAST(x.body AS BLOB))), 0) FROM texts x WHERE x.sha256 IN "
+                f"(SELECT {column}_sha256 FROM trials)").fetchone()[0]
+        rows.append((column, int(inline), int(stored)))
+    return rows
+
+
+def report(db_path: Path, label: str) -> None:
+    con = sqlite3.connect(db_path)
+    trials = con.execute("SELECT COUNT(*) FROM trials t JOIN runs r ON r.id = t.run_id "
+                         "WHERE r.kind = 'generation'").fetchone()[0]
+    sizes = table_bytes(con)
+    total = db_path.stat().st_size
+    print(f"\n{label}: {db_path.name}, {trials} generation trials, {total:,} bytes "
+          f"= {total / max(trials, 1):,.0f} B per trial   ({_load()})")
+    print(f"| table (with its indexes) | bytes | B per trial | share |\n|---|---:|---:|---:|")
+    for table, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
+        if size >= 40_000:
+            print(f"| {table} | {size:,} | {size / max(trials, 1):,.0f} | {size / total:.1%} |")
+    rest = sum(s for s in sizes.values() if s < 40_000)
+    print(f"| (every other table) | {rest:,} | {rest / max(trials, 1):,.0f} | {rest / total:.1%} |")
+    print(f"| **total** | **{total:,}** | **{total / max(trials, 1):,.0f}** | 100% |")
+    print("\n| trial text column | inline in trials (bytes) | distinct texts in `texts` (bytes) |\n|---|---:|---:|")
+    for column, inline, stored in text_columns(con):
+        print(f"| {column} | {inline:,} | {stored:,} |")
+    con.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--measure", type=Path, help="measure this history instead of running the eval")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary history and print its path")
+    args = parser.parse_args()
+    if args.measure:
+        report(args.measure, "measured")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="ragqual-bytes-"))
+    path = folder / "eval.db"
+    print(f"running `ragqual --db {path} eval` from {ROOT} ({_load()})")
+    seconds = run_eval(path)
+    print(f"eval took {seconds:.1f} s wall ({_load()})")
+    report(path, "quick-start eval")
+    if args.keep:
+        print(f"\nkept {path}")
+    else:
+        for leftover in folder.iterdir():
+            leftover.unlink()
+        folder.rmdir()
+
+
+if __name__ == "__main__":
+    main()
