@@ -8,7 +8,11 @@ columns hold (inline and in `texts`). `--measure FILE` reads an existing history
 one written by an older ragqual, to put the two side by side. The machine's load average is
 printed beside the figures (the bytes do not depend on it; the eval's wall time does).
 
-    python benchmarks/bench_history_bytes.py [--measure FILE] [--keep]
+With `--pg` (and RAGQUAL_TEST_PG_URL naming a server whose role may create databases) the eval
+runs into a throwaway PostgreSQL database instead, and the table shows `pg_total_relation_size`
+per table (TOAST and indexes included); the database is dropped afterwards.
+
+    python benchmarks/bench_history_bytes.py [--measure FILE] [--keep] [--pg]
 """
 
 from __future__ import annotations
@@ -30,10 +34,10 @@ def _load() -> str:
     return "load %.2f %.2f %.2f" % os.getloadavg()
 
 
-def run_eval(db_path: Path) -> float:
-    """The quick-start eval into `db_path`; its wall time in seconds."""
+def run_eval(db: Path | str) -> float:
+    """The quick-start eval into `db` (a file or a URL); its wall time in seconds."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ragqual", "--db", str(db_path), "eval"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "ragqual", "--db", str(db), "eval"], cwd=ROOT,
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"ragqual eval failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -86,11 +90,60 @@ def report(db_path: Path, label: str) -> None:
     con.close()
 
 
+def pg_report(server_url: str) -> None:
+    """The eval into a throwaway PostgreSQL database: bytes per table, then drop it."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+
+    server = make_url(server_url)
+    name = f"ragqual_bytes_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    url = server.set(database=name)
+    try:
+        print(f"running `ragqual --db postgresql://.../{name} eval` ({_load()})")
+        seconds = run_eval(url.render_as_string(hide_password=False))
+        print(f"eval took {seconds:.1f} s wall ({_load()})")
+        engine = create_engine(url, poolclass=NullPool)
+        with engine.connect() as conn:
+            trials = conn.execute(text("SELECT COUNT(*) FROM trials t JOIN runs r ON r.id = t.run_id "
+                                       "WHERE r.kind = 'generation'")).scalar_one()
+            sizes = dict(conn.execute(text(
+                "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'public' AND c.relkind = 'r'")).all())
+        engine.dispose()
+        total = sum(sizes.values())
+        print(f"\nPostgreSQL: {trials} generation trials, {total:,} bytes in tables "
+              f"= {total / max(trials, 1):,.0f} B per trial   ({_load()})")
+        print("| table (with TOAST and indexes) | bytes | B per trial |\n|---|---:|---:|")
+        for table, size in sorted(sizes.items(), key=lambda kv: -kv[1]):
+            if size >= 100_000:
+                print(f"| {table} | {size:,} | {size / max(trials, 1):,.0f} |")
+        rest = sum(s for s in sizes.values() if s < 100_000)
+        print(f"| (every other table) | {rest:,} | {rest / max(trials, 1):,.0f} |")
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--measure", type=Path, help="measure this history instead of running the eval")
     parser.add_argument("--keep", action="store_true", help="keep the temporary history and print its path")
+    parser.add_argument("--pg", action="store_true", help="run into a throwaway database on RAGQUAL_TEST_PG_URL")
     args = parser.parse_args()
+    if args.pg:
+        server = os.environ.get("RAGQUAL_TEST_PG_URL")
+        if not server:
+            raise SystemExit("--pg needs RAGQUAL_TEST_PG_URL (a server whose role may create databases)")
+        pg_report(server)
+        return
     if args.measure:
         report(args.measure, "measured")
         return
