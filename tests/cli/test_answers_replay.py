@@ -48,8 +48,8 @@ def test_replayed_answers_are_scored_with_provenance_and_missing_ids_are_trial_e
     body = json.loads(out)
     db = _db(workdir)
     rows = {r[0]: r[1:] for r in db.execute(
-        "SELECT c.case_id, t.error, t.raw_output, t.context, t.latency_ms, t.prompt_tokens, t.cache_key "
-        "FROM trials t JOIN cases c ON c.id = t.case_pk WHERE t.run_id=?", (body["run_id"],))}
+        "SELECT c.case_id, t.error, x.raw_output, x.context, t.latency_ms, t.prompt_tokens, t.cache_key "
+        "FROM trials t JOIN v_trial_texts x ON x.trial_id = t.id JOIN cases c ON c.id = t.case_pk WHERE t.run_id=?", (body["run_id"],))}
     assert set(rows) == set(CASES)
     error, raw, context, latency, tokens, key = rows[CASES[0]]
     raw = json.loads(raw)
@@ -93,7 +93,7 @@ def test_ragqual_run_replays_too(workdir, capsys):
                               "--trial-count", "1", "--case-slugs", CASES[0]], capsys)
     assert code == 0, err
     run_id = json.loads(out)["run_id"]
-    (error, raw), = _db(workdir).execute("SELECT error, raw_output FROM trials WHERE run_id=?", (run_id,)).fetchall()
+    (error, raw), = _db(workdir).execute("SELECT t.error, x.raw_output FROM trials t JOIN v_trial_texts x ON x.trial_id = t.id WHERE t.run_id=?", (run_id,)).fetchall()
     assert error == f"no answer for {CASES[0]} (oracle) in {name}"  # the line is for e2e only
 
 

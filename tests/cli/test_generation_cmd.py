@@ -24,7 +24,8 @@ def test_mock_all_modes_runs_end_to_end_and_appends_rows(workdir):
     noretrieval = db.execute("SELECT AVG(mv.value) FROM metric_values mv JOIN trials t ON t.id = mv.trial_id "
                              "WHERE mv.run_id=? AND t.mode='noretrieval' AND mv.metric='refusalCorrectness'", (run_id,)).fetchone()[0]
     assert noretrieval < 1.0  # declining answerable questions is wrong
-    row = db.execute("SELECT cache_key, rendered_prompt, context, system_prompt_id FROM trials WHERE run_id=? AND mode='e2e' LIMIT 1", (run_id,)).fetchone()
+    row = db.execute("SELECT t.cache_key, x.rendered_prompt, x.context, t.system_prompt_id FROM trials t "
+                      "JOIN v_trial_texts x ON x.trial_id = t.id WHERE t.run_id=? AND t.mode='e2e' LIMIT 1", (run_id,)).fetchone()
     assert len(row[0]) == 64 and "<<<CONTEXT" in row[1] and row[2] and row[3] is not None
 
 
@@ -96,7 +97,8 @@ def test_e2e_trials_store_what_the_context_held_and_a_rescore_reads_it_again(wor
     assert set(stored) == {("e2e", "contextRecall"), ("e2e", "factCoverage")}  # oracle and noretrieval have none
     assert all(0.0 <= low <= high <= 1.0 for _, low, high in stored.values())
     # each value is the share of the golden's relevant documents among the injected chunks' documents
-    rows = db.execute("SELECT c.definition, t.raw_output, mv.value FROM metric_values mv JOIN trials t ON t.id = mv.trial_id "
+    rows = db.execute("SELECT c.definition, x.raw_output, mv.value FROM metric_values mv JOIN trials t ON t.id = mv.trial_id "
+                      "JOIN v_trial_texts x ON x.trial_id = t.id "
                       "JOIN cases c ON c.id = t.case_pk WHERE mv.run_id=? AND mv.metric='contextRecall'", (run_id,)).fetchall()
     for definition, raw, value in rows:
         golden = json.loads(definition)["input"]

@@ -70,8 +70,8 @@ def test_round_trip_answers_match_the_run(workdir, run_id, tmp_path):
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (tmp_path / "imported" / "answers.jsonl").read_text().splitlines()]
     db = sqlite3.connect(workdir / "eval-results" / "eval.db")
-    stored = db.execute("SELECT c.case_id, t.mode, t.parsed_output, t.prompt_tokens, t.completion_tokens FROM trials t "
-                        "JOIN cases c ON c.id=t.case_pk WHERE t.run_id=? ORDER BY t.id", (run_id,)).fetchall()
+    stored = db.execute("SELECT c.case_id, t.mode, x.parsed_output, t.prompt_tokens, t.completion_tokens FROM trials t "
+                        "JOIN v_trial_texts x ON x.trial_id = t.id JOIN cases c ON c.id=t.case_pk WHERE t.run_id=? ORDER BY t.id", (run_id,)).fetchall()
     assert [(r["id"], r.get("mode", "e2e"), r["answer"], r["prompt_tokens"], r["completion_tokens"]) for r in rows] \
         == [(case, mode, json.loads(out) if out.startswith('"') else out, p, c) for case, mode, out, p, c in stored]
     assert {r["model"] for r in rows} == {"mock"}

@@ -162,7 +162,7 @@ def test_a_failed_model_call_is_recorded_on_its_trial_and_the_run_goes_on(store,
     outcome, _ = run(subject, store, cache)
     assert (outcome.status, outcome.trials_run, outcome.trial_errors) == ("finished", 3, 1)
     db = db_path(store)
-    (error, raw, score) = rows(db, "SELECT t.error, t.raw_output, s.score FROM trials t "
+    (error, raw, score) = rows(db, "SELECT t.error, x.raw_output, s.score FROM trials t " + "JOIN v_trial_texts x ON x.trial_id = t.id "
                                    "JOIN trial_scores s ON s.trial_id = t.id WHERE t.error IS NOT NULL")[0]
     assert "timed out" in error and raw is None and score == 0.0
     details = rows(db, "SELECT passed, detail FROM assertion_results a JOIN trials t ON t.id = a.trial_id "

@@ -61,7 +61,7 @@ def test_a_catastrophic_regex_is_an_error_on_its_assertion_and_the_run_finishes(
     assert run_events(project, run_id) == ["started", "finished"]
 
     rows = project.query(
-        "SELECT c.slug, t.error, t.parsed_output, s.score FROM trials t JOIN cases c ON c.id = t.case_pk "
+        "SELECT c.slug, t.error, x.parsed_output, s.score FROM trials t JOIN v_trial_texts x ON x.trial_id = t.id JOIN cases c ON c.id = t.case_pk "
         "JOIN trial_scores s ON s.trial_id = t.id WHERE t.run_id=?", (run_id,))
     trials = {slug: (error, output, score) for slug, error, output, score in rows}
     assert set(trials) == {"hostile-include", "hostile-exclude", "plain"}

@@ -146,7 +146,7 @@ def test_hang_500_and_malformed_json_are_recorded_per_trial_and_the_run_finishes
         details = project.query("SELECT passed, detail FROM assertion_results WHERE trial_id=?", (trial_id,))
         assert details and all(not passed and detail == f"not evaluated: the trial failed: {error}"
                                for passed, detail in details)
-    answered = project.query("SELECT parsed_output FROM trials WHERE run_id=? AND error IS NULL", (run_id,))
+    answered = project.query("SELECT x.parsed_output FROM trials t JOIN v_trial_texts x ON x.trial_id = t.id WHERE t.run_id=? AND t.error IS NULL", (run_id,))
     assert len(answered) == 2 and all(out.startswith("echo: ") for (out,) in answered)
 
 

@@ -80,14 +80,14 @@ def test_a_ten_megabyte_answer_is_stored_capped_with_its_size_and_a_flag(project
     with FakeOpenAI(faults=lambda i: "huge" if i > 1 else None, huge_chars=10_000_000) as server:
         result = project.run(*openai_args(server, 3))
     assert result.returncode == 0, result.stderr
-    rows = project.query("SELECT length(CAST(raw_output AS BLOB)), length(parsed_output), raw_output_bytes, "
-                         "output_truncated FROM trials ORDER BY id")
+    rows = project.query("SELECT length(CAST(x.raw_output AS BLOB)), length(x.parsed_output), raw_output_bytes, "
+                         "output_truncated FROM trials t JOIN v_trial_texts x ON x.trial_id = t.id ORDER BY id")
     assert len(rows) == 3
     for raw_len, parsed_len, original, truncated in rows:
         assert raw_len <= DEFAULT_CAP
         assert parsed_len <= DEFAULT_CAP
         assert original > 10_000_000 and truncated == 1
-    scored = project.query("SELECT parsed_output FROM trials LIMIT 1")[0][0]
+    scored = project.query("SELECT parsed_output FROM v_trial_texts LIMIT 1")[0][0]
     assert set(scored) == {"x"}  # the kept text is what was scored: the answer's first part
     assert project.db_path.stat().st_size < 4 * 1024 * 1024
 
@@ -196,7 +196,7 @@ def test_an_api_key_echoed_by_the_server_reaches_no_file_and_no_output(project, 
     errors = trial_errors(project, run_id)
     assert [e is not None for e in errors] == [False, True, False, True]
     assert "Authorization: Bearer ***" in errors[1]  # the server did echo it: it was masked
-    raw = project.scalar("SELECT raw_output FROM trials WHERE run_id=? ORDER BY id LIMIT 1 OFFSET 2", (run_id,))
+    raw = project.scalar("SELECT raw_output FROM v_trial_texts WHERE run_id=? ORDER BY trial_id LIMIT 1 OFFSET 2", (run_id,))
     assert "Bearer ***" in raw
     printed = result.stdout + result.stderr
     for args in (["report", "--last", "--failures"], ["report", "--last", "--format", "html", "-o", "page.html"],
@@ -219,7 +219,7 @@ def test_an_api_key_echoed_in_an_answer_reaches_neither_the_history_nor_the_resp
                 "--limit", "2", "--repeats", "1"]  # the cache is on (auto)
         result = project.run(*args, env={"OPENAI_API_KEY": key})
     assert result.returncode == 0, result.stderr
-    answers = [row[0] for row in project.query("SELECT parsed_output FROM trials ORDER BY id")]
+    answers = [row[0] for row in project.query("SELECT parsed_output FROM v_trial_texts ORDER BY trial_id")]
     assert len(answers) == 2 and all("Authorization: Bearer ***" in a for a in answers)
     files = [p for p in project.root.rglob("*") if p.is_file()]
     assert any("cache" in p.parts for p in files)
