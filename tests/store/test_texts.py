@@ -4,6 +4,8 @@ by sha256, trials name them; old histories keep their inline text and read back 
 from __future__ import annotations
 
 import dataclasses
+import re
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
@@ -20,6 +22,7 @@ from ragqual.store.verify import verify
 from tests.store.conftest import raw_connect
 from tests.store.helpers import provenance
 
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CHUNKS = ["# Adult CPR\n\nPush hard and fast in the centre of the chest, 100 to 120 a minute.",
           "# Hypothermia\n\nMove the person to a warm, dry place and remove wet clothing."]
 CONTEXT = "\n\n".join(CHUNKS)
@@ -199,3 +202,33 @@ def test_a_text_row_is_append_only(store_head_url):
             assert "append-only" in str(refused.value) or "unique" in str(refused.value).lower()
         finally:
             con.close()
+
+
+def _report(url: str, run: int, fmt: str, capsys) -> str:
+    code, out, _ = _ragqual(url, ["report", str(run), "--format", fmt], capsys)
+    assert code == 0
+    return re.sub(r"[0-9a-f]{64}", "<digest>", out)  # seal heads differ: the rows they seal do
+
+
+def test_a_run_stored_inline_and_upgraded_reports_like_the_same_run_stored_by_hash(tmp_path, monkeypatch, capsys):
+    """`ragqual report` (json, markdown and the html page with every question's context and answers)
+    of a run written at 0011 and upgraded equals that of the same run written at head, digests aside."""
+    old_url, new_url = f"sqlite:///{tmp_path / 'old.db'}", f"sqlite:///{tmp_path / 'new.db'}"
+    old_engine = db.make_engine(old_url)
+    db.upgrade(old_engine, "0011")
+    at_0011 = tuple(t for t in sealing.SEALED_TABLES if t != "texts")
+    real_high_water, real_columns = sealing.high_water, sealing.columns
+    new_columns = {texts.hash_column(c) for c in texts.TEXT_COLUMNS}
+    monkeypatch.setattr(sealing, "high_water", lambda session, tables=at_0011: real_high_water(session, tables))
+    monkeypatch.setattr(sealing, "columns", lambda table: [c for c in real_columns(table)
+                                                            if table != "trials" or c not in new_columns])
+    old = _write_run(RunStore(old_engine, clock=lambda: T0))
+    monkeypatch.undo()
+    db.upgrade(old_engine)
+    old_engine.dispose()
+    new = _write_run(RunStore.open(new_url, clock=lambda: T0))
+    assert _stored_in(db.make_engine(old_url), old) == {"inline"}
+    assert _stored_in(db.make_engine(new_url), new) == {"texts"}
+    for fmt in ("json", "markdown", "html"):
+        assert _report(old_url, old, fmt, capsys) == _report(new_url, new, fmt, capsys), fmt
+    assert CONTEXT.split("\n")[0] in _report(new_url, new, "html", capsys)
