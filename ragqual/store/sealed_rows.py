@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, TextClause, bindparam, text
+from sqlalchemy import Connection, Engine, TextClause, bindparam, text
 
 SPANS_TABLE = "seal_spans"
 WATERMARK_KINDS = ("genesis", "watermark")
@@ -171,6 +171,18 @@ def _in_ranges(gaps: Sequence[Gap], column: str) -> str:
                        for lo, hi in gaps)
 
 
+def read_snapshot(conn: Connection) -> None:
+    """Before the first statement: PostgreSQL reads every later statement of the transaction from
+    one snapshot (SQLite's read transaction already does), so spans and rows read apart agree."""
+    if conn.dialect.name == "postgresql" and not conn.in_transaction():
+        conn.execution_options(isolation_level="REPEATABLE READ")
+
+
+def uncovered_of(conn: Connection, table: str) -> list[Gap]:
+    """The id ranges of `table` that no span covers, as `covered` decides."""
+    return uncovered_ranges(conn.execute(text(GAPS_SQL), {"t": table}).all())
+
+
 def unsealed_counts(engine: Engine, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
     """run id -> {table: rows of the run no seal covers} (runs with none left out).
 
@@ -183,10 +195,9 @@ def unsealed_counts(engine: Engine, run_ids: Sequence[int]) -> dict[int, dict[st
     runs = sorted({int(r) for r in run_ids})
     counted, listed = [], []
     with engine.connect() as conn:
-        if conn.dialect.name == "postgresql":  # one snapshot for the spans and the rows
-            conn.execution_options(isolation_level="REPEATABLE READ")
+        read_snapshot(conn)
         for table in RUN_ROWS:
-            gaps = uncovered_ranges(conn.execute(text(GAPS_SQL), {"t": table}).all())
+            gaps = uncovered_of(conn, table)
             if len(gaps) > MAX_GAPS:
                 counted.append(_unsealed_part(table, f"NOT ({covered(table, 'q.row_id')})"))
             else:  # no GROUP BY: it would make SQLite walk the run_id index after all
