@@ -1,4 +1,4 @@
-"""History read speed: `report`, `history` and `compare` over a large synthetic SQLite history.
+"""History read speed: `report`, `history` and `compare` over a large synthetic history (SQLite, PostgreSQL).
 
 Fills a history migrated to head with `--trials` generation trials (default 1,000,000) in runs of
 `--per-run` trials (3 variants x 3 modes x 3 repeats x cases), each trial with one assertion
