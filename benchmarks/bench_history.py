@@ -1,4 +1,4 @@
-"""History read speed: `report`, `history` and `compare` over a large synthetic SQLite history.
+"""History read speed: `report`, `history` and `compare` over a large synthetic history (SQLite, PostgreSQL).
 
 Fills a history migrated to head with `--trials` generation trials (default 1,000,000) in runs of
 `--per-run` trials (3 variants x 3 modes x 3 repeats x cases), each trial with one assertion
@@ -13,7 +13,10 @@ Python start-up. `first` is the first call on a fresh engine (SQLite's page cach
 operating system's warm; imports and the schema check are paid once before timing); `best` the
 best of `--repeats`. `--reuse` times the reads again on a kept `--db` without refilling it.
 
-    python benchmarks/bench_history.py [--trials 1000000] [--per-run 5000] [--db PATH]
+With `--pg-url URL` the same history is filled into (and read from) that PostgreSQL database as
+well, and the table shows both side by side; each figure has the machine's load average beside it.
+
+    python benchmarks/bench_history.py [--trials 1000000] [--per-run 5000] [--db PATH] [--pg-url URL] [--reuse]
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -93,7 +97,7 @@ class Filler:
         self.conn.execute(
             "INSERT INTO runs (id, kind, subject, started_at, argv, params, git_sha, git_dirty, ragqual_version, "
             "python_version, corpus_fingerprint, dataset_hash, prompt_hashes, provenance) "
-            "VALUES (?, ?, 'rag', ?, '[]', '{}', ?, 0, '0.1.0', '3.11', ?, ?, '[]', ?)",
+            "VALUES (?, ?, 'rag', ?, '[]', '{}', ?, FALSE, '0.1.0', '3.11', ?, ?, '[]', ?)",
             (self.run_id, kind, at.isoformat(" "), f"{self.run_id:040x}", FINGERPRINT, "d" * 64, prov),
         )
         for offset, event in ((0, "started"), (30, "finished")):
@@ -117,7 +121,7 @@ class Filler:
                         score = 1.0 if passed else round(rng.random(), 3)
                         trials.append((t, run_id, case + 1, variant, mode, repeat, self.prompt, self.context,
                                        self.raw, self.parsed, rng.randint(300, 900), rng.randint(20, 200),
-                                       rng.uniform(200, 3000), f"{t:064x}", int(rng.random() < 0.3), stamp))
+                                       rng.uniform(200, 3000), f"{t:064x}", rng.random() < 0.3, stamp))
                         assertions.append((t, t, f"{t:036x}", passed, stamp))
                         scores.append((t, t, f"{t:036x}", score, passed, stamp))
                         grounded = None if rng.random() < 0.3 else round(rng.random(), 3)
@@ -157,13 +161,44 @@ class Filler:
         return run_id
 
 
-def fill(path: Path, trials: int, per_run: int, retrieval_runs: int, text_chars: int, seed: int) -> dict:
-    engine = db.make_engine(f"sqlite:///{path}")
+class PgConnection:
+    """The few sqlite3.Connection calls the filler makes, on a psycopg connection (`?` -> `%s`)."""
+
+    def __init__(self, url: str):
+        import psycopg
+
+        self.raw = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True)
+
+    def execute(self, sql: str, params: tuple = ()) -> Any:
+        if sql.startswith("PRAGMA"):
+            return self.raw.execute("SELECT 1")
+        return self.raw.execute(sql.replace("?", "%s"), params)
+
+    def executemany(self, sql: str, rows: list) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(sql.replace("?", "%s"), rows)
+
+    def cursor(self) -> PgConnection:
+        return self
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def connect(url: str) -> Any:
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"), isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=OFF")
+        return conn
+    return PgConnection(url)
+
+
+def fill(url: str, trials: int, per_run: int, retrieval_runs: int, text_chars: int, seed: int) -> dict:
+    engine = db.make_engine(url)
     db.upgrade(engine)
     engine.dispose()
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=OFF")
+    conn = connect(url)
     filler = Filler(conn, per_run, text_chars, random.Random(seed))
     per_run_actual = filler.cases * len(VARIANTS) * len(MODES) * REPEATS
     runs = max(2, round(trials / per_run_actual))
@@ -184,16 +219,20 @@ def fill(path: Path, trials: int, per_run: int, retrieval_runs: int, text_chars:
     seconds = time.perf_counter() - start
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
-    _mark_filled(path)
+    _mark_filled(url)
+    if not url.startswith("sqlite"):  # the planner's statistics, as autovacuum would gather them in time
+        pg = connect(url)
+        pg.execute("ANALYZE")
+        pg.close()
     print(file=sys.stderr)
     return {"trials": filler.trial_id, "seconds": seconds, "runs": ids, "per_run": per_run_actual,
             "metric_rows": filler.row_id}
 
 
-def _mark_filled(path: Path) -> None:
+def _mark_filled(url: str) -> None:
     """The fill bypasses the run store, so no seal covers its rows and readers would leave them out:
     one watermark seal marks them as written before sealing covered them (as a backfill would)."""
-    engine = db.make_engine(f"sqlite:///{path}")
+    engine = db.make_engine(url)
     with engine.begin() as conn:
         append_watermark(conn, SEALED_TABLES)
     engine.dispose()
@@ -235,11 +274,12 @@ def invoke(args: list[str]) -> None:
                 raise
 
 
-def timed(fn: Callable[[], None], repeats: int) -> tuple[float, float, float]:
-    """(first wall time, best wall time, CPU time of this process in the best call).
+def timed(fn: Callable[[], None], repeats: int) -> tuple[float, float, float, float]:
+    """(first wall time, best wall time, CPU time of this process in the best call, the machine's
+    1-minute load average just after the calls).
 
     CPU time is what the command itself costs; on a busy machine the wall time also holds the
-    time it waited for a core.
+    time it waited for a core (and with PostgreSQL, the server's own time is in neither).
     """
     times = []
     for _ in range(repeats):
@@ -247,12 +287,12 @@ def timed(fn: Callable[[], None], repeats: int) -> tuple[float, float, float]:
         fn()
         times.append((time.perf_counter() - start, time.process_time() - cpu))
     best = min(times)
-    return times[0][0], best[0], best[1]
+    return times[0][0], best[0], best[1], os.getloadavg()[0]
 
 
-def existing(path: Path) -> dict:
+def existing(url: str) -> dict:
     """What a kept benchmark database holds, for timing it again without refilling it."""
-    conn = sqlite3.connect(path)
+    conn = connect(url)
     try:
         runs = {kind: [r for (r,) in conn.execute(
             "SELECT id FROM runs WHERE kind = ? AND subject = 'rag' AND git_sha IS NOT NULL ORDER BY id", (kind,))]
@@ -264,6 +304,14 @@ def existing(path: Path) -> dict:
         conn.close()
     per_run = trials // max(1, len(runs["generation"]))
     return {"trials": trials, "seconds": None, "runs": runs, "per_run": per_run, "metric_rows": metric_rows}
+
+
+def pg_size(url: str) -> int:
+    conn = connect(url)
+    try:
+        return int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0])
+    finally:
+        conn.close()
 
 
 def commands_for(filled: dict) -> dict[str, list[str]]:
@@ -281,6 +329,30 @@ def commands_for(filled: dict) -> dict[str, list[str]]:
     }
 
 
+def is_filled(url: str) -> bool:
+    if url.startswith("sqlite"):
+        return Path(url.removeprefix("sqlite:///")).is_file()
+    engine = db.make_engine(url)
+    try:
+        return db.current_revision(engine) is not None
+    finally:
+        engine.dispose()
+
+
+def measure(url: str, args: argparse.Namespace) -> dict:
+    """Fill (or, with --reuse, find) the history at `url` and time the reads on it."""
+    if is_filled(url) and not args.reuse:
+        raise SystemExit(f"{url} already holds a history; give a new one or --reuse")
+    filled = existing(url) if is_filled(url) else fill(url, args.trials, args.per_run, args.retrieval_runs,
+                                                      args.text_chars, args.seed)
+    size = Path(url.removeprefix("sqlite:///")).stat().st_size if url.startswith("sqlite") else pg_size(url)
+    invoke(["--db", url, "history", "--limit", "1"])  # the schema check and the first connection, untimed
+    rows = {name: timed(lambda a=argv: invoke(["--db", url, *a]), args.repeats)
+            for name, argv in commands_for(filled).items()}
+    sample = url.startswith("sqlite") and filled["seconds"] is not None and args.sample > 0
+    return {"filled": filled, "size": size, "rows": rows, "append_rate": sample_appends(url, args.sample) if sample else None}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
@@ -290,49 +362,49 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=2000, help="Trials appended through RunStore.append_trial.")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--db", type=Path, help="Keep the filled database here (default: a temporary folder).")
-    parser.add_argument("--reuse", action="store_true", help="Time the reads on an existing --db; no fill, no appends.")
+    parser.add_argument("--db", type=Path, help="Keep the filled SQLite database here (default: a temporary folder).")
+    parser.add_argument("--pg-url", help="Also fill and time the same history on this PostgreSQL database "
+                                         "(empty, or filled by an earlier run with --reuse).")
+    parser.add_argument("--no-sqlite", action="store_true", help="Time PostgreSQL only.")
+    parser.add_argument("--reuse", action="store_true", help="Time the reads on a history filled earlier "
+                                                             "(--db, --pg-url); fill only what is empty.")
     args = parser.parse_args()
 
+    for name in ("history", "report", "compare"):  # imports, once, untimed
+        importlib.import_module(COMMANDS[name][0])
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.db or Path(tmp) / "bench.db"
-        if args.reuse and not path.is_file():
-            raise SystemExit("--reuse needs an existing --db")
-        if path.exists() and not args.reuse:
-            raise SystemExit(f"{path} exists; give a new path or --reuse")
-        if args.reuse:
-            filled = existing(path)
-        else:
-            filled = fill(path, args.trials, args.per_run, args.retrieval_runs, args.text_chars, args.seed)
-        size = path.stat().st_size
-        url = f"sqlite:///{path}"
-        for name in ("history", "report", "compare"):  # imports and the schema check, once, untimed
-            importlib.import_module(COMMANDS[name][0])
-        invoke(["--db", url, "history", "--limit", "1"])
-        rows = [(name, *timed(lambda a=argv: invoke(["--db", url, *a]), args.repeats))
-                for name, argv in commands_for(filled).items()]
-        load = os.getloadavg()[0]
-        append_rate = None if args.reuse or args.sample <= 0 else sample_appends(url, args.sample)
-        print_results(args, filled, size, rows, append_rate, load)
+        results = {}
+        if not args.no_sqlite:
+            results["SQLite"] = measure(f"sqlite:///{args.db or Path(tmp) / 'bench.db'}", args)
+        if args.pg_url:
+            results["PostgreSQL"] = measure(args.pg_url, args)
+    print_results(args, results)
 
 
-def print_results(args: argparse.Namespace, filled: dict, size: int, rows: list, append_rate: float | None,
-                  load: float) -> None:
-    total = filled["trials"]
-    runs = filled["runs"]
-    print(f"\nhistory: {total:,} generation trials in {len(runs['generation'])} runs of {filled['per_run']:,} "
-          f"+ {len(runs['retrieval'])} retrieval runs; {filled['metric_rows']:,} metric rows")
-    if filled["seconds"]:
-        print(f"bulk fill (executemany):         {total / filled['seconds']:,.0f} trials/s "
-              f"(each with 1 assertion, 1 score, 3 metric rows; ~{args.text_chars} chars of text)")
-    if append_rate:
-        print(f"RunStore.append_trial ({args.sample:,}):   {append_rate:,.0f} trials/s (one transaction each)")
-    print(f"database size:                   {size / 1e6:,.1f} MB = {size / total:,.0f} bytes per trial")
-    print(f"load average while timing:       {load:.1f} on {os.cpu_count()} cores\n")
-    print(f"| command | first (s) | best of {args.repeats} (s) | CPU of best (s) |")
-    print("|---|---|---|---|")
-    for name, first, best, cpu in rows:
-        print(f"| `{name}` | {first:.3f} | {best:.3f} | {cpu:.3f} |")
+def print_results(args: argparse.Namespace, results: dict) -> None:
+    for backend, result in results.items():
+        filled, size = result["filled"], result["size"]
+        total, runs = filled["trials"], filled["runs"]
+        print(f"\n{backend} history: {total:,} generation trials in {len(runs['generation'])} runs of "
+              f"{filled['per_run']:,} + {len(runs['retrieval'])} retrieval runs; {filled['metric_rows']:,} metric rows; "
+              f"{size / 1e6:,.1f} MB = {size / total:,.0f} bytes per trial")
+        if filled["seconds"]:
+            print(f"  bulk fill (executemany): {total / filled['seconds']:,.0f} trials/s "
+                  f"(each with 1 assertion, 1 score, 3 metric rows; ~{args.text_chars} chars of text)")
+        if result["append_rate"]:
+            print(f"  RunStore.append_trial ({args.sample:,}): {result['append_rate']:,.0f} trials/s (one transaction each)")
+    print(f"\nbest of {args.repeats} wall time (s), the CPU time of this process in that call (s), and the 1-minute "
+          f"load average on {os.cpu_count()} cores just after the calls\n")
+    names = list(next(iter(results.values()))["rows"]) if results else []
+    header = " | ".join(f"{b} best | {b} CPU | load" for b in results)
+    print(f"| command | {header} |")
+    print("|---" * (1 + 3 * len(results)) + "|")
+    for i, name in enumerate(names):
+        cells = []
+        for result in results.values():
+            row = list(result["rows"].values())[i]
+            cells += [f"{row[1]:.3f}", f"{row[2]:.3f}", f"{row[3]:.1f}"]
+        print(f"| `{name}` | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":

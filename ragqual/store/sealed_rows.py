@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, TextClause, bindparam, text
+from sqlalchemy import Connection, Engine, TextClause, bindparam, text
 
 SPANS_TABLE = "seal_spans"
 WATERMARK_KINDS = ("genesis", "watermark")
@@ -113,22 +113,105 @@ RUN_ROWS: dict[str, str] = {
 }
 
 
+# The same rows, found from their ids instead: `{ids}` tests x.id against a few ranges, and the
+# unary plus keeps the planner from reading the runs' rows through the run_id index.
+RANGE_ROWS: dict[str, str] = {
+    table: (sql.replace(" WHERE t.run_id IN :runs", " WHERE {ids} AND +t.run_id IN :runs")
+            .replace(" WHERE x.run_id IN :runs", " WHERE {ids} AND +x.run_id IN :runs")
+            .replace(" WHERE x.id IN :runs", " WHERE {ids} AND +x.id IN :runs"))
+    for table, sql in RUN_ROWS.items()
+}
+
+
 def unsealed_sql() -> str:
-    parts = [f"SELECT '{table}' AS tbl, q.run_id, COUNT(*) AS n FROM ({rows}) q "
-             f"WHERE NOT ({covered(table, 'q.row_id')}) GROUP BY q.run_id"
-             for table, rows in RUN_ROWS.items()]
+    """The row-by-row count (one `covered` test per row of the runs): the rule itself, used when a
+    table's uncovered ids fall in too many separate ranges for `unsealed_counts` to list them."""
+    parts = [_unsealed_part(table, f"NOT ({covered(table, 'q.row_id')})") for table in RUN_ROWS]
     return "\nUNION ALL\n".join(parts)
 
 
+def _unsealed_part(table: str, condition: str) -> str:
+    return f"SELECT '{table}' AS tbl, q.run_id, COUNT(*) AS n FROM ({RUN_ROWS[table]}) q WHERE {condition} GROUP BY q.run_id"
+
+
+# Per table, the spans that are followed by ids no span covers. Of spans sharing a first id the
+# longest is the one `covered` finds (the lookup index holds (table, first_id, last_id)); a span
+# covers its ids up to the next span's first id, so what lies past its end up to that next first
+# id (or everything past the last span) is covered by none.
+GAPS_SQL = """
+WITH s AS (SELECT first_id, MAX(last_id) AS last_id FROM seal_spans WHERE table_name = :t GROUP BY first_id),
+e AS (SELECT first_id, last_id, LEAD(first_id) OVER (ORDER BY first_id) AS next_first FROM s)
+SELECT first_id, last_id, next_first FROM e WHERE next_first IS NULL OR next_first > last_id + 1
+UNION ALL
+SELECT MIN(first_id), NULL, NULL FROM s
+"""
+
+MAX_GAPS = 64
+"""More separate uncovered ranges than this in one table (rows inserted outside ragqual between
+many seals) and that table is counted row by row instead."""
+
+Gap = tuple[int, int | None]  # first and last uncovered id (None: no end)
+
+
+def uncovered_ranges(rows: Sequence[tuple[Any, Any, Any]]) -> list[Gap]:
+    """The id ranges `covered` says no in, from GAPS_SQL's rows: (first, last, next first) of each
+    span a gap follows, and a last row (lowest first id, NULL, NULL). Ids below 1 never occur."""
+    *spans, (lowest, _, _) = rows
+    if lowest is None:  # no span at all
+        return [(1, None)]
+    gaps: list[Gap] = [(1, int(lowest) - 1)] if int(lowest) > 1 else []
+    for first, last, next_first in spans:
+        end = max(int(first) - 1, int(last))  # a span whose last id lies below its first covers nothing
+        gaps.append((end + 1, None if next_first is None else int(next_first) - 1))
+    return gaps
+
+
+def _in_ranges(gaps: Sequence[Gap], column: str) -> str:
+    return " OR ".join(f"({column} >= {lo})" if hi is None else f"({column} BETWEEN {lo} AND {hi})"
+                       for lo, hi in gaps)
+
+
+def read_snapshot(conn: Connection) -> None:
+    """Before the first statement: PostgreSQL reads every later statement of the transaction from
+    one snapshot (SQLite's read transaction already does), so spans and rows read apart agree."""
+    if conn.dialect.name == "postgresql" and not conn.in_transaction():
+        conn.execution_options(isolation_level="REPEATABLE READ")
+
+
+def uncovered_of(conn: Connection, table: str) -> list[Gap]:
+    """The id ranges of `table` that no span covers, as `covered` decides."""
+    return uncovered_ranges(conn.execute(text(GAPS_SQL), {"t": table}).all())
+
+
 def unsealed_counts(engine: Engine, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
-    """run id -> {table: rows of the run no seal covers} (runs with none left out)."""
+    """run id -> {table: rows of the run no seal covers} (runs with none left out).
+
+    The same count as testing `covered` on every row of the runs (`unsealed_sql`), read from the
+    other side: each table's uncovered id ranges come from `seal_spans` (normally one, past the
+    newest seal), and only rows inside them are looked at, so the cost follows the spans and the
+    uncovered rows, not the size of the runs."""
     if not run_ids:
         return {}
-    query = text(unsealed_sql()).bindparams(bindparam("runs", expanding=True))
-    out: dict[int, dict[str, int]] = {}
+    runs = sorted({int(r) for r in run_ids})
+    counted, listed = [], []
     with engine.connect() as conn:
-        for table, run_id, n in conn.execute(query, {"runs": sorted({int(r) for r in run_ids})}):
-            out.setdefault(int(run_id), {})[str(table)] = int(n)
+        read_snapshot(conn)
+        for table in RUN_ROWS:
+            gaps = uncovered_of(conn, table)
+            if len(gaps) > MAX_GAPS:
+                counted.append(_unsealed_part(table, f"NOT ({covered(table, 'q.row_id')})"))
+            else:  # no GROUP BY: it would make SQLite walk the run_id index after all
+                ids = "(" + _in_ranges(gaps, "x.id") + ")"
+                listed.append(f"SELECT '{table}' AS tbl, q.run_id, 1 AS n FROM ({RANGE_ROWS[table].format(ids=ids)}) q")
+        rows: list[Any] = []
+        for parts in (counted, listed):
+            if parts:
+                query = text("\nUNION ALL\n".join(parts)).bindparams(bindparam("runs", expanding=True))
+                rows += conn.execute(query, {"runs": runs}).all()
+    out: dict[int, dict[str, int]] = {}
+    for table, run_id, n in rows:
+        held = out.setdefault(int(run_id), {})
+        held[str(table)] = held.get(str(table), 0) + int(n)
     return {run: dict(sorted(counts.items())) for run, counts in sorted(out.items())}
 
 

@@ -100,17 +100,22 @@ class TrialFigureRow:
 
 
 def _pick_scores(
-    engine: Engine, trial_ids: list[int], scorer_name: str, scorer_version: int | None
+    engine: Engine, run_id: int, trial_ids: list[int], scorer_name: str, scorer_version: int | None
 ) -> dict[int, tuple[float, bool, int]]:
-    """trial id -> (score, perfect, version): the newest version (or the given one), newest row."""
-    query = select(TrialScore.trial_id, TrialScore.score, TrialScore.perfect, TrialScore.scorer_version,
-                   TrialScore.id).where(TrialScore.scorer_name == scorer_name, is_covered("trial_scores"))
+    """trial id -> (score, perfect, version): the newest version (or the given one), newest row.
+
+    Only the run's own score rows are read (through its trials), from the covering index
+    (trial_id, scorer_name, scorer_version, id, score, perfect)."""
+    query = (select(TrialScore.trial_id, TrialScore.score, TrialScore.perfect, TrialScore.scorer_version,
+                    TrialScore.id)
+             .join(Trial, Trial.id == TrialScore.trial_id)
+             .where(Trial.run_id == run_id, TrialScore.scorer_name == scorer_name, is_covered("trial_scores")))
     if scorer_version is not None:
         query = query.where(TrialScore.scorer_version == scorer_version)
     wanted = set(trial_ids)
     best: dict[int, tuple[int, int, float, bool]] = {}
-    with Session(engine) as session:
-        for trial_id, value, perfect, version, row_id in session.execute(query):
+    with engine.connect() as conn:
+        for trial_id, value, perfect, version, row_id in conn.execute(query):
             if trial_id not in wanted:
                 continue
             rank = (version, row_id)
@@ -133,9 +138,9 @@ def run_figures(
         .where(Trial.run_id == run_id, is_covered("trials"))
         .order_by(Trial.id)
     )
-    with Session(engine) as session:
-        rows = session.execute(query).all()
-    scores = _pick_scores(engine, [r[0] for r in rows], scorer_name, scorer_version)
+    with engine.connect() as conn:
+        rows = conn.execute(query).all()
+    scores = _pick_scores(engine, run_id, [r[0] for r in rows], scorer_name, scorer_version)
     costs = trial_costs(engine, run_id, pricing_snapshot)
     out = []
     for r in rows:
