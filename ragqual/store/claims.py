@@ -103,6 +103,8 @@ class SlotClaims:
         """Drop every lock this worker still holds and give the connection back."""
         with self._mutex:
             self._held.clear()
+            if self._conn.closed:
+                return
             try:
                 self._conn.exec_driver_sql("SELECT pg_advisory_unlock_all()")
             except DBAPIError:  # the connection is gone, and its locks with it
