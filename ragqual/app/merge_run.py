@@ -105,7 +105,7 @@ def _check(path: Path, engine: Engine, upgraded_from: str | None, original: Engi
     source = describe_source(engine, path.name)
     if upgraded_from is not None:  # the head to keep is the one the source file itself holds
         head, seals = raw_head(original)
-        source = SourceHistory(source.name, source.history, head, seals, source.run_heads)
+        source = SourceHistory(source.name, source.history, head, seals, source.run_heads, source.run_rows)
     return _Checked(path, engine, source, upgraded_from)
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, insert, select, text
+from sqlalchemy import Connection, Engine, Table, func, insert, select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -76,6 +76,7 @@ class SourceHistory:
     head: str | None  # its head digest (what `verify --expect` checks)
     seals: int
     run_heads: dict[int, str | None]  # run id -> the run's head digest in the source
+    run_rows: dict[int, dict[str, int]]  # run id -> its rows per table (a rescore moves no run head)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,20 @@ def describe_source(engine: Engine, name: str) -> SourceHistory:
         history = conn.execute(text("SELECT digest FROM seals WHERE kind = 'rows' ORDER BY id LIMIT 1")).scalar_one_or_none()
         runs = list(conn.execute(text("SELECT id FROM runs ORDER BY id")).scalars())
         heads = {int(r): sealing.head(conn, int(r)) for r in runs}
-    return SourceHistory(name, history, head, seals, heads)
+        rows = {int(r): _run_rows(conn, int(r)) for r in runs}
+    return SourceHistory(name, history, head, seals, heads, rows)
+
+
+def _run_rows(conn: Connection, run: int) -> dict[str, int]:
+    """How many rows of each table belong to the run."""
+    def counted(table: str, where: Callable[[Table], Any]) -> int:
+        t = _table(table)
+        return int(conn.execute(select(func.count()).select_from(t).where(where(t))).scalar_one())
+
+    trials = select(_table("trials").c.id).where(_table("trials").c.run_id == run)
+    found = {t: counted(t, lambda x: x.c.run_id == run) for t in ("run_events", "trials", *RUN_ROWS)}
+    found.update({t: counted(t, lambda x: x.c.trial_id.in_(trials)) for t in TRIAL_ROWS})
+    return found
 
 
 def copy_sqlite(path: str, dest: str) -> None:
@@ -121,32 +135,36 @@ def raw_head(engine: Engine) -> tuple[str | None, int]:
             return None, 0
 
 
-def merged_before(engine: Engine) -> dict[tuple[str, int], tuple[int, str | None]]:
-    """(source history, source run) -> (run id here, the run's head in the source when merged)."""
-    found: dict[tuple[str, int], tuple[int, str | None]] = {}
+Merged = dict[tuple[str, int], tuple[int, str | None, dict[str, int] | None]]
+
+
+def merged_before(engine: Engine) -> Merged:
+    """(source history, source run) -> (run id here, the run's head and rows in the source when merged)."""
+    found: Merged = {}
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT run_id, detail FROM run_events WHERE event = :e ORDER BY id"),
                             {"e": MERGED_EVENT}).all()
     for run_id, detail in rows:
         body = json.loads(detail or "{}")
         if body.get("source_history") is not None:
-            found[(body["source_history"], int(body["source_run"]))] = (int(run_id), body.get("source_run_head"))
+            found[(body["source_history"], int(body["source_run"]))] = (
+                int(run_id), body.get("source_run_head"), body.get("source_run_rows"))
     return found
 
 
-def plan_merge(source: SourceHistory, before: Mapping[tuple[str, int], tuple[int, str | None]]) -> list[MergedRun]:
+def plan_merge(source: SourceHistory, before: Merged) -> list[MergedRun]:
     """Which runs to copy and which are there already; InputError for a run that changed since it was merged."""
     plan = []
     for run, run_head in source.run_heads.items():
         done = before.get((source.history or "", run))
         if done is None:
             plan.append(MergedRun(run, 0, True))
-        elif done[1] == run_head:
+        elif done[1] == run_head and done[2] == source.run_rows.get(run):
             plan.append(MergedRun(run, done[0], False))
         else:
-            raise InputError(f"run {run} of {source.name} changed since it was merged as run {done[0]} (its head "
-                             f"was {str(done[1])[:12]}, now {str(run_head)[:12]}): merging it again would hold two "
-                             "copies; nothing was written")
+            raise InputError(f"run {run} of {source.name} changed since it was merged as run {done[0]} (rows "
+                             "appended to it since: events, a rescore, labels or costs): merging it again would "
+                             "hold two copies; nothing was written")
     return plan
 
 
@@ -251,7 +269,8 @@ def merge_into(target: RunStore, source_engine: Engine, source: SourceHistory, p
                 continue
             merged = {"source": source.name, "source_history": source.history, "source_head": source.head,
                       "source_seals": source.seals, "source_run": item.source_run,
-                      "source_run_head": source.run_heads.get(item.source_run)}
+                      "source_run_head": source.run_heads.get(item.source_run),
+                      "source_run_rows": source.run_rows.get(item.source_run)}
             holder: dict[str, Any] = {}
 
             def work(session: Session, run: int = item.source_run, body: dict[str, Any] = merged) -> int:
