@@ -255,6 +255,25 @@ def _copy_event(session: Session, event: dict[str, Any], new_run: int, ids: IdMa
     _append(session, "run_events", [event], ids)
 
 
+def _copy_run_sealed(target: RunStore, src: Connection, run: int, ids: IdMap,
+                     merged: dict[str, Any]) -> tuple[int, Rows]:
+    holder: dict[str, int] = {}
+
+    def work(session: Session) -> tuple[int, Rows]:
+        new_run, later = _copy_run(session, src, run, ids, merged, target.clock)
+        holder["run"] = new_run
+        return new_run, later
+
+    return target._write(work, lambda: holder.get("run"))
+
+
+def _copy_event_sealed(target: RunStore, event: dict[str, Any], new_run: int, ids: IdMap) -> None:
+    def work(session: Session) -> None:
+        _copy_event(session, event, new_run, ids)
+
+    target._write(work, new_run)
+
+
 def merge_into(target: RunStore, source_engine: Engine, source: SourceHistory, plan: Sequence[MergedRun]) -> list[MergedRun]:
     """Copy the planned runs of `source_engine` into `target`: definitions in one sealed
     transaction, then each run in its own. Returns the plan with the target's run ids."""
@@ -271,14 +290,8 @@ def merge_into(target: RunStore, source_engine: Engine, source: SourceHistory, p
                       "source_seals": source.seals, "source_run": item.source_run,
                       "source_run_head": source.run_heads.get(item.source_run),
                       "source_run_rows": source.run_rows.get(item.source_run)}
-            holder: dict[str, Any] = {}
-
-            def work(session: Session, run: int = item.source_run, body: dict[str, Any] = merged) -> int:
-                holder["run"], holder["events"] = _copy_run(session, src, run, ids, body, target.clock)
-                return int(holder["run"])
-
-            new_run = target._write(work, lambda: holder.get("run"))
-            for event in holder["events"]:
-                target._write(lambda session, e=event: _copy_event(session, e, new_run, ids), new_run)
+            new_run, later = _copy_run_sealed(target, src, item.source_run, ids, merged)
+            for event in later:
+                _copy_event_sealed(target, event, new_run, ids)
             done.append(MergedRun(item.source_run, new_run, True))
     return done
