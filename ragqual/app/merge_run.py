@@ -123,7 +123,8 @@ def merge_histories(sources: Sequence[Path], into: str) -> MergeOutcome:
     with tempfile.TemporaryDirectory(prefix="ragqual-merge-") as scratch, _sources(paths, Path(scratch)) as checked:
         histories = [c.source.history for c in checked if c.source.history]
         if len(set(histories)) < len(histories):
-            raise InputError("two sources are copies of one history (same first seal): merge one of them; "
+            raise InputError("two sources are copies of one history (their first runs were sealed alike): merge one "
+                             "of them; "
                              "nothing was written")
         store = RunStore.open(_sqlite_url(target) if target is not None else into)
         try:

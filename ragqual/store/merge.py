@@ -9,7 +9,7 @@ own chain, as if they had been appended there.
 
 What keeps a source verifiable: each copied run gets a `merged` event, second after its
 `started`, whose detail records the source's file name, the digest that names the source
-history (its first sealed transaction), the source's head digest and seal count at merge time,
+history (the seal that started its first run), the source's head digest and seal count at merge time,
 and the run's id and head digest in the source. `ragqual --db A.db verify --expect HEAD` then
 still proves the source; the copy in the target is proved by the target's own chain.
 
@@ -72,7 +72,8 @@ class SourceHistory:
     """What names a source and its state when merged."""
 
     name: str  # the file name, for people
-    history: str | None  # digest of its first sealed transaction: names the history whatever its file
+    history: str | None  # digest of the seal that started its first run: names the history whatever its file
+    # (its very first seal does not: a fresh history's first transaction interns the same definitions)
     head: str | None  # its head digest (what `verify --expect` checks)
     seals: int
     run_heads: dict[int, str | None]  # run id -> the run's head digest in the source
@@ -95,7 +96,8 @@ def describe_source(engine: Engine, name: str) -> SourceHistory:
     with engine.connect() as conn:
         head = conn.execute(text("SELECT digest FROM seals ORDER BY id DESC LIMIT 1")).scalar_one_or_none()
         seals = int(conn.execute(text("SELECT COUNT(*) FROM seals")).scalar_one())
-        history = conn.execute(text("SELECT digest FROM seals WHERE kind = 'rows' ORDER BY id LIMIT 1")).scalar_one_or_none()
+        history = conn.execute(text("SELECT digest FROM seals WHERE run_id IS NOT NULL ORDER BY id LIMIT 1")
+                               ).scalar_one_or_none()
         runs = list(conn.execute(text("SELECT id FROM runs ORDER BY id")).scalars())
         heads = {int(r): sealing.head(conn, int(r)) for r in runs}
         rows = {int(r): _run_rows(conn, int(r)) for r in runs}

@@ -129,6 +129,25 @@ def test_a_source_that_fails_verify_is_refused_and_nothing_is_written(histories,
     assert not c.exists()
 
 
+def test_two_histories_begun_with_the_same_command_are_two_sources(histories, tmp_path, capsys):
+    _, b = histories
+    twin = tmp_path / "twin.db"
+    ok(capsys, "--db", str(twin), "generation", "--mode", "oracle", "--mode", "noretrieval", "--limit", "2",
+       "--repeats", "1")
+    out = ok(capsys, "merge", str(b), str(twin), "--into", str(tmp_path / "c.db"))
+    assert "b.db: 1 run(s) copied as run(s) 1" in out and "twin.db: 1 run(s) copied as run(s) 2" in out
+
+
+def test_a_copy_of_a_source_is_refused_beside_it(histories, tmp_path, capsys):
+    import shutil
+
+    a, _ = histories
+    shutil.copyfile(a, tmp_path / "copy.db")
+    code, out, err = _main(["merge", str(a), str(tmp_path / "copy.db"), "--into", str(tmp_path / "c.db")], capsys)
+    assert code == 2 and "two sources are copies of one history" in err, out + err
+    assert not (tmp_path / "c.db").exists()
+
+
 @pytest.mark.parametrize("bad", ["twice", "target", "missing"])
 def test_sources_that_cannot_be_merged_are_refused(histories, tmp_path, capsys, bad):
     a, b = histories
