@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ragqual.app.merge_run import MergeOutcome, merge_histories
+from ragqual.cli.worker_lines import masked_url
 
 
 def _ids(ids: list[int]) -> str:
@@ -41,11 +42,11 @@ def merge_cmd(app: object, sources: tuple[Path, ...], into: str) -> None:
         if kept:
             line += f"; {len(kept)} merged before (run(s) {_ids(kept)}), skipped"
         click.echo(f"{line}; source head {s.source.head or 'none'} ({s.source.seals} seals){upgraded}")
-    click.echo(f"{into}: head digest {outcome.head or 'none'}")
+    click.echo(f"{masked_url(into)}: head digest {outcome.head or 'none'}")
 
 
 def _as_dict(outcome: MergeOutcome) -> dict[str, object]:
-    return {"into": outcome.target, "head": outcome.head, "sources": [
+    return {"into": masked_url(outcome.target), "head": outcome.head, "sources": [
         {"file": str(s.path), "head": s.source.head, "seals": s.source.seals, "history": s.source.history,
          "upgraded_from": s.upgraded_from,
          "runs": [{"source_run": r.source_run, "run_id": r.run_id, "copied": r.copied} for r in s.runs]}

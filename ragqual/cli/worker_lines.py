@@ -17,7 +17,7 @@ WORKER_HELP = ("Share the run with other processes or machines on one PostgreSQL
 def joined_printer(app: AppContext, command: str,
                    inner: Callable[[loop.Progress], None] | None) -> Callable[[loop.Progress], None]:
     """`inner`, after one stderr line when the worker starts on its run (the first progress event)."""
-    db = f" --db {_masked(app.db_url_override)}" if app.db_url_override else ""
+    db = f" --db {masked_url(app.db_url_override)}" if app.db_url_override else ""
 
     def update(p: loop.Progress) -> None:
         if p.done == 0 and p.slot is None and p.total:
@@ -29,7 +29,7 @@ def joined_printer(app: AppContext, command: str,
     return update
 
 
-def _masked(url: str) -> str:
+def masked_url(url: str) -> str:
     """The history URL with its password shown as ***, for a line others may copy."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError

@@ -175,3 +175,22 @@ def test_a_source_at_an_older_schema_is_upgraded_in_a_copy(tmp_path, capsys):
     assert ok(capsys, "--db", str(c), "verify").splitlines()[0].startswith("2 sealed run(s), 0 unsealed")
     assert count(c, "SELECT COUNT(*) FROM trials") == 3
     assert count(c, "SELECT COUNT(*) FROM retrieval_results") == 2
+
+
+@pytest.mark.postgres
+def test_sqlite_histories_merge_into_a_postgresql_history(histories, capsys):
+    from tests.store.conftest import PgDatabases, _pg_server_url
+
+    a, b = histories
+    databases = PgDatabases(_pg_server_url())
+    name = databases.create()
+    try:
+        url = databases.url(name)
+        out = ok(capsys, "merge", str(a), str(b), "--into", url)
+        assert "b.db: 1 run(s) copied as run(s) 3" in out
+        assert f":{databases.server.password}@" not in out and ":***@" in out  # the password masked
+        assert ok(capsys, "--db", url, "verify").splitlines()[0].startswith("3 sealed run(s), 0 unsealed")
+        assert "0 run(s) copied" in ok(capsys, "merge", str(a), "--into", url)
+    finally:
+        databases.drop(name)
+        databases.admin.dispose()
