@@ -25,6 +25,7 @@ from ragqual.engine.services import ensure_available, services_for
 from ragqual.engine.subject import Variant
 from ragqual.errors import InputError
 from ragqual.pipeline.retrieval import RetrievalConfig
+from ragqual.store.claims import require_shared
 from ragqual.store.generation_reads import ModeLine, mode_lines
 from ragqual.subjects.rag import MODES, RagSubject
 
@@ -57,6 +58,7 @@ class GenerationOptions:
     name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`)
     run_tags: tuple[str, ...] = ()
     axes: tuple[str, ...] = ()  # `--axis NAME=V1,V2` over the RAG subject's declared axes
+    worker: bool = False  # one of several processes sharing the run on PostgreSQL (`--worker`)
 
     def retrieval_config(self) -> RetrievalConfig:
         return RetrievalConfig(strategy=self.strategy, candidate_k=self.candidate_k, context_k=self.context_k,
@@ -97,11 +99,12 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
                    max_concurrency: int = 1, resume: int | None = None, ollama_host: str | None = None,
                    with_mock_line: bool = True, progress: Progress | None = None,
                    label: RunLabel = RunLabel(), axis_flags: Sequence[str] = (),
-                   stored_variants: Sequence[Variant] | None = None) -> GenerationOutcome:
+                   stored_variants: Sequence[Variant] | None = None, worker: bool = False) -> GenerationOutcome:
     """One generation run over `goldens` (resuming run `resume` when given), appended to the
     history with its `label` (name, tags) in its params; a resumed run keeps the label it has.
     With `axis_flags`, the variants are the cross product of those axes (`engine.axes`);
-    `stored_variants` (a resumed run's) are used as they are."""
+    `stored_variants` (a resumed run's) are used as they are. `worker`: run only the slots this
+    process claims in a run shared through PostgreSQL (ragqual.store.claims)."""
     prices = prices_in_force(app.settings).prices  # a bad price list is refused before anything runs
     config = config.with_glossary(corpus.glossary)
     subject = rag_subject(corpus, goldens, config, options)
@@ -121,7 +124,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
               **({"axis_flags": list(axis_flags)} if axis_flags else {})}
     outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
                        repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
-                       argv=sys.argv, params=params, progress=progress, pricing=prices)
+                       argv=sys.argv, params=params, progress=progress, pricing=prices, worker=worker)
     names = [v.name for v in variants]
     lines = sorted(mode_lines(app.store().engine, outcome.run_id),
                    key=lambda ln: (names.index(ln.variant) if ln.variant in names else 99,
@@ -178,6 +181,8 @@ def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: Genera
                     progress: Progress | None = None) -> GenerationOutcome:
     """A fresh generation run with `options` over the goldens they select."""
     label = run_label(options.name, options.run_tags)
+    if options.worker:
+        require_shared(app.store().engine, "ragqual generation")
     check_servers(app, options.models, options.ollama_host)  # before the corpus is even read
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
@@ -186,14 +191,17 @@ def generation_tier(app: AppContext, corpus_opts: CorpusOptions, options: Genera
                               repeats=options.repeats, config=options.retrieval_config(),
                               options=options.sampling(), max_concurrency=options.max_concurrency,
                               ollama_host=options.ollama_host, with_mock_line=options.with_mock_line,
-                              progress=progress, label=label, axis_flags=options.axes)
+                              progress=progress, label=label, axis_flags=options.axes, worker=options.worker)
 
 
 def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, given: dict[str, Any],
                       selection: Callable[[CorpusContext], list[Golden]] | None, *, max_concurrency: int = 1,
-                      ollama_host: str | None = None, progress: Progress | None = None) -> GenerationOutcome:
+                      ollama_host: str | None = None, progress: Progress | None = None,
+                      worker: bool = False) -> GenerationOutcome:
     """Finish run `run_id` with the plan it was started with; `given` (flags typed again) and the
     goldens `selection` picks must agree with that plan (app.resume says what conflicts)."""
+    if worker:
+        require_shared(app.store().engine, "ragqual generation")
     with load_corpus_context(app, corpus_opts) as corpus:
         corpus.require_expectations()
         selected = None if selection is None else (lambda: selection(corpus))
@@ -202,7 +210,8 @@ def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, 
                               repeats=plan.repeats, config=plan.config, options=plan.options,
                               max_concurrency=max_concurrency, resume=run_id, ollama_host=ollama_host,
                               with_mock_line=False, progress=progress,
-                              stored_variants=plan.variants if any(v.axes for v in plan.variants) else None)
+                              stored_variants=plan.variants if any(v.axes for v in plan.variants) else None,
+                              worker=worker)
 
 
 def gap_causes(app: AppContext, run_id: int) -> dict[str, CauseCount]:

@@ -16,6 +16,7 @@ from ragqual.engine.cases import select_by_slugs
 from ragqual.engine.services import services_for
 from ragqual.engine.subject import Subject, Variant
 from ragqual.errors import InputError
+from ragqual.store.claims import require_shared
 from ragqual.subjects.registry import get_subject
 
 DEFAULT_TRIALS = 3
@@ -36,6 +37,7 @@ class SubjectRunOptions:
     name: str | None = None  # the run's name and tags (`--name`, `--tag key=value`); kept on resume
     run_tags: tuple[str, ...] = ()
     axes: tuple[str, ...] = ()  # `--axis NAME=V1,V2`: the cross product of the subject's declared axes
+    worker: bool = False  # one of several processes sharing the run on PostgreSQL (`--worker`)
 
 
 def subject_variants(subject: Subject, models: tuple[str, ...], axis_flags: tuple[str, ...]) -> list[Variant]:
@@ -72,6 +74,8 @@ def run_subject(app: AppContext, options: SubjectRunOptions,
                 progress: loop.ProgressCallback | None = None) -> tuple[loop.RunOutcome, RunSummary]:
     """Plan, run every trial into the history, and summarise the run per variant."""
     label = run_label(options.name, options.run_tags)
+    if options.worker:
+        require_shared(app.store().engine, "ragqual run")
     subject, plan = plan_run(app, options)
     prices = prices_in_force(app.settings).prices  # a bad price list is refused before the run starts
     store = app.store()
@@ -79,7 +83,7 @@ def run_subject(app: AppContext, options: SubjectRunOptions,
         subject, plan.variants, plan.cases, store=store,
         services=services_for(subject, app.response_cache(), ollama_host=options.ollama_host),
         modes=plan.modes, repeats=plan.repeats, max_concurrency=options.max_concurrency,
-        resume_run_id=options.resume, progress=progress, pricing=prices,
+        resume_run_id=options.resume, progress=progress, pricing=prices, worker=options.worker,
         params={**({"ollama_host": options.ollama_host} if options.ollama_host else {}), **label.as_params(),
                 **({"axis_flags": list(options.axes)} if options.axes and options.resume is None else {})},
     )

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "labels": ("ragqual.cli.labels_cmd", "labels_group"),
     "import-traces": ("ragqual.cli.import_traces_cmd", "import_traces_cmd"),
     "judge": ("ragqual.cli.judge_cmd", "judge_cmd"),
+    "merge": ("ragqual.cli.merge_cmd", "merge_cmd"),
 }
 
 # The first paragraph of each command's help, so `ragqual --help` lists the commands without importing
@@ -60,4 +61,5 @@ SUMMARIES: dict[str, str] = {
     "labels": "Import and export human labels (CSV or JSONL) of a run's trials.",
     "import-traces": "Turn OTLP/JSON traces of a RAG system into an answers file and draft goldens to review.",
     "judge": "Score RUN_ID's stored answers with an LLM judge, without calling the answering model again.",
+    "merge": "Append the runs of SOURCES (SQLite histories) to the history named by --into.",
 }

@@ -27,6 +27,7 @@ from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.generation_tables import decomposition_text, mode_table
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.cli.progress import progress_printer
+from ragqual.cli.worker_lines import WORKER_HELP, joined_printer, worker_done
 from ragqual.core.diagnosis import CauseCount
 from ragqual.pipeline.retrieval import STRATEGIES
 from ragqual.subjects.rag import MODES
@@ -121,17 +122,20 @@ def _given_flags(models, no_mock_line, modes, all_modes, repeats, limit, tags, c
 @click.option("--resume", "resume", type=int, default=None, metavar="RUN_ID",
               help="Finish an interrupted run with the plan it was started with (a conflicting flag is refused).")
 @click.option("--no-mock-line", is_flag=True, help="Do not add the mock (extractive ceiling) beside a real model.")
+@click.option("--worker", is_flag=True, help=WORKER_HELP)
 @name_option
 @axis_option
 @generation_options
 @click.pass_obj
-def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, name, axes, modes, all_modes, repeats,
+def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, worker, name, axes, modes, all_modes, repeats,
                    max_concurrency, limit, tags, case_ids, split, ollama_host, temperature, seed, num_ctx,
                    num_predict, strategy, candidate_k, context_k, threshold) -> None:
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.
 
     A resumed run keeps its name and tags (`--name`/`--tag key=value` typed again must equal them)."""
     progress = progress_printer(app, "generation")
+    if worker:
+        progress = joined_printer(app, "generation", progress)
     tags, run_tags = golden_and_run_tags(tags)
     with resumable(app, "generation"):
         if resume is not None:
@@ -141,15 +145,17 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, n
             if axes:
                 given["--axis"] = list(axes)
             result = resume_generation(app, corpus_opts, resume, given, selection, max_concurrency=max_concurrency,
-                                       ollama_host=ollama_host, progress=progress)
+                                       ollama_host=ollama_host, progress=progress, worker=worker)
         else:
             options = GenerationOptions(
                 models=tuple(models), modes=tuple(parse_modes(modes, all_modes)), repeats=repeats,
                 max_concurrency=max_concurrency, limit=limit, tags=tuple(tags), case_ids=tuple(case_ids), split=split,
                 ollama_host=ollama_host, temperature=temperature, seed=seed, num_ctx=num_ctx, num_predict=num_predict,
                 strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold,
-                with_mock_line=not no_mock_line, name=name, run_tags=run_tags, axes=tuple(axes))
+                with_mock_line=not no_mock_line, name=name, run_tags=run_tags, axes=tuple(axes), worker=worker)
             result = generation_tier(app, corpus_opts, options, progress)
     causes = gap_causes(app, result.run_id) if all_modes or {ln.mode for ln in result.lines} == set(MODES) else None
     advice = measured_advice(app, result.run_id, corpus_opts, causes) if causes and not app.as_json else None
     print_generation(app, result, causes, advice)
+    if worker:
+        worker_done(result.outcome)

@@ -13,6 +13,7 @@ from ragqual.app.subject_run import DEFAULT_TRIALS, SubjectRunOptions, run_subje
 from ragqual.cli.context import resumable
 from ragqual.cli.label_options import name_option, run_tag_option, run_tags_only
 from ragqual.cli.summary_tables import print_summary, summary_dict
+from ragqual.cli.worker_lines import WORKER_HELP, joined_printer, worker_done
 from ragqual.engine import loop
 from ragqual.engine.aggregate import RunSummary
 from ragqual.errors import RagqualError, RunInterrupted, StorageFault
@@ -61,13 +62,14 @@ class _Progress:
               help="Trials run at once.")
 @click.option("--resume", "resume", type=int, metavar="RUN_ID",
               help="Finish an interrupted run: only its missing trials run.")
+@click.option("--worker", is_flag=True, help=WORKER_HELP)
 @click.option("--ollama-host", metavar="URL", help="Ollama server (default: OLLAMA_HOST or 127.0.0.1:11434).")
 @name_option
 @run_tag_option
 @click.pass_obj
 def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], trial_count: int | None,
             axes: tuple[str, ...], case_slugs: str | None, modes: tuple[str, ...], max_concurrency: int, resume: int | None,
-            ollama_host: str | None, name: str | None, run_tags: tuple[str, ...]) -> None:
+            worker: bool, ollama_host: str | None, name: str | None, run_tags: tuple[str, ...]) -> None:
     """Run a subject's cases against one or more models and store every trial.
 
     Prints mean score, pass rate, latency p50/p95, cost and cache hits per variant, and the run id.
@@ -76,11 +78,11 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
     options = SubjectRunOptions(subject=subject_name, models=models, trial_count=trial_count,
                                 case_slugs=tuple(_split(case_slugs)), modes=modes, max_concurrency=max_concurrency,
                                 resume=resume, ollama_host=ollama_host, name=name, run_tags=run_tags_only(run_tags),
-                                axes=axes)
+                                axes=axes, worker=worker)
     progress = _Progress(enabled=sys.stderr.isatty() and not app.as_json)
     try:
         with resumable(app, "run"):
-            outcome, summary = run_subject(app, options, progress)
+            outcome, summary = run_subject(app, options, joined_printer(app, "run", progress) if worker else progress)
     except RunInterrupted:
         progress.close()
         raise
@@ -92,6 +94,8 @@ def run_cmd(app: AppContext, subject_name: str | None, models: tuple[str, ...], 
         raise
     progress.close()
     _report(app, outcome, summary)
+    if worker:
+        worker_done(outcome)
 
 
 def _report(app: AppContext, outcome: loop.RunOutcome, summary: RunSummary) -> None:

@@ -30,6 +30,7 @@ import contextlib
 import json
 import queue
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -47,12 +48,14 @@ from ragqual.engine.scorers import Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
 from ragqual.errors import InputError, ModelCallFailed, RunInterrupted
+from ragqual.store.claims import SlotClaims, require_shared
 from ragqual.store.records import TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import assertion_defs
 
 SlotKey = tuple[int, int, str, int]  # (case_pk, variant_id, mode, repeat_index)
 _POLL_SECONDS = 0.2
+_CLAIM_POLL_SECONDS = 0.2  # a worker whose every missing slot is claimed by others looks again after this
 
 
 @dataclass(frozen=True)
@@ -282,15 +285,19 @@ class _Trials:
     """Runs one slot (any thread) and stores one finished trial (main thread)."""
 
     def __init__(self, run_id: int, subject: Subject, services: TrialServices, store: RunStore,
-                 scorers: Sequence[Scorer]):
+                 scorers: Sequence[Scorer], claims: SlotClaims | None = None):
         self.run_id, self.subject, self.services, self.store = run_id, subject, services, store
+        self.claims = claims  # a worker sharing the run (`--worker`): a slot runs only once claimed
         self.scorers = scorers
         self._prompt_ids: dict[str, int] = {}
         self._trial_failures = per_trial_failures()
         self.errors = 0
         self.output_cap = output_cap()
 
-    def execute(self, slot: Slot) -> _Done:
+    def execute(self, slot: Slot) -> _Done | None:
+        """The slot's finished trial; None when another worker holds the slot or has stored it."""
+        if self.claims is not None and not self.claims.claim(slot.key):
+            return None
         try:
             if self.services.replays(slot.variant):
                 result = self.subject.replay_one(slot.case, slot.variant, slot.mode, self.services)
@@ -316,7 +323,10 @@ class _Trials:
             record = replace(record, system_prompt_id=self._prompt_ids[done.system_prompt])
         if record.error is not None:
             self.errors += 1
-        return self.store.append_trial(record)
+        trial_id = self.store.append_trial(record)
+        if self.claims is not None:  # committed: a worker taking the claim now sees the trial
+            self.claims.release(done.slot.key)
+        return trial_id
 
 
 # -- execution strategies -------------------------------------------------------------------------
@@ -324,7 +334,8 @@ class _Trials:
 def _run_sequential(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done, int], None]) -> None:
     for slot in slots:
         done = trials.execute(slot)
-        after(done, trials.store_done(done))
+        if done is not None:
+            after(done, trials.store_done(done))
 
 
 def _run_threaded(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done, int], None],
@@ -356,7 +367,8 @@ def _run_threaded(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done
             done, failure = _next_result(results)
             if failure is not None:
                 raise failure
-            after(done, trials.store_done(done))
+            if done is not None:
+                after(done, trials.store_done(done))
     finally:
         stop.set()
 
@@ -394,7 +406,8 @@ def _check_plan(run_id: int, stored: dict[str, Any], plan: RunPlan) -> None:
                          "plan (`--resume` without those flags) or start a new run")
 
 
-def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot], plan: RunPlan) -> set[SlotKey]:
+def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot], plan: RunPlan,
+            worker: bool = False) -> set[SlotKey]:
     info = store.get_run(run_id)
     if info.subject != subject.name:
         raise InputError(f"run {run_id} is a run of subject {info.subject!r}, not {subject.name!r}")
@@ -406,7 +419,11 @@ def _resume(store: RunStore, subject: Subject, run_id: int, slots: Sequence[Slot
             f"run {run_id} holds {len(stale)} trial(s) whose case or variant has changed since it started "
             "(a case, an assertion, an option or the model digest): start a new run instead of resuming")
     missing = sum(1 for s in slots if s.key not in finished)
-    store.add_event(run_id, "resumed", json.dumps({"held": len(finished), "missing": missing}))
+    if worker:  # one `resumed` per worker that joins while slots are missing, none after the run's end
+        store.add_worker_event(run_id, "resumed", json.dumps({"held": len(finished), "missing": missing,
+                                                             "worker": True}), len(slots))
+    else:
+        store.add_event(run_id, "resumed", json.dumps({"held": len(finished), "missing": missing}))
     return finished
 
 
@@ -428,12 +445,19 @@ def run(
     provenance_extras: dict[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     pricing: PriceList | None = None,
+    worker: bool = False,
 ) -> RunOutcome:
     """Run (or resume) every slot of `subject` over variants x cases x modes x repeats; with a
-    price list, the run's trials are priced under its snapshot before the run's end event."""
+    price list, the run's trials are priced under its snapshot before the run's end event.
+
+    `worker`: this process is one of several sharing the run through a PostgreSQL history
+    (ragqual.store.claims): it runs only the slots it claims, keeps claiming until no slot is
+    missing, and the one worker that finds the run complete writes its single `finished`."""
     plan = RunPlan(list(variants), list(cases), list(modes if modes is not None else subject.modes), repeats)
     scorers = list(scorers) if scorers is not None else default_scorers()
     _validate(subject, plan, max_concurrency)
+    if worker:
+        require_shared(store.engine, _resume_command(subject))
     _check_replays(subject, plan, services)
     output_cap()  # a bad RAGQUAL_MAX_OUTPUT_BYTES is refused before the run starts
     variant_ids = _record_variants(store, subject, services, plan.variants)
@@ -446,18 +470,26 @@ def run(
         finished: set[SlotKey] = set()
     else:
         run_id = resume_run_id
-        finished = _resume(store, subject, run_id, slots, plan)
+        finished = _resume(store, subject, run_id, slots, plan, worker)
     pending = [s for s in slots if s.key not in finished]
+    if worker:
+        return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency,
+                        progress, pricing, shared=(SlotClaims(store.engine, run_id), slots))
     return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress,
                     pricing)
 
 
 def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunStore,
              scorers: Sequence[Scorer], pending: list[Slot], skipped: int, max_concurrency: int,
-             progress: ProgressCallback | None, pricing: PriceList | None = None) -> RunOutcome:
-    trials = _Trials(run_id, subject, services, store, scorers)
+             progress: ProgressCallback | None, pricing: PriceList | None = None,
+             shared: tuple[SlotClaims, Sequence[Slot]] | None = None) -> RunOutcome:
+    claims, every_slot = shared if shared is not None else (None, pending)
+    trials = _Trials(run_id, subject, services, store, scorers, claims)
 
     def end(event: str, detail: dict[str, Any]) -> None:
+        if claims is not None:
+            _end_worker(store, run_id, claims, event, detail, len(every_slot), pricing)
+            return
         if pricing is not None and count[0]:
             if event == "finished":
                 price_run(store, run_id, pricing)
@@ -477,25 +509,65 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
 
     if progress is not None:
         progress(Progress(run_id, 0, len(pending)))
-    try:
-        if max_concurrency == 1 or len(pending) <= 1:
-            _run_sequential(pending, trials, after)
+
+    def one_pass(slots: list[Slot]) -> None:
+        if max_concurrency == 1 or len(slots) <= 1:
+            _run_sequential(slots, trials, after)
         else:
-            _run_threaded(pending, trials, after, max_concurrency)
-    except KeyboardInterrupt:
-        end("interrupted", {"trials_stored": count[0], "of": len(pending)})
-        raise RunInterrupted(run_id, count[0], len(pending)) from None
-    except CircuitOpen as exc:
-        end("failed", {"trials_stored": count[0], "of": len(pending),
-                       "error": f"{type(exc).__name__}: {exc}"})
-        raise exc.for_run(run_id, _resume_command(subject)) from None
-    except BaseException as exc:
-        end("failed", {"trials_stored": count[0], "of": len(pending),
-                       "error": f"{type(exc).__name__}: {exc}"})
-        raise
-    end("finished", {"trials_stored": count[0], "errors": trials.errors})
+            _run_threaded(slots, trials, after, max_concurrency)
+
+    try:
+        try:
+            if claims is None:
+                one_pass(pending)
+            else:
+                _claim_until_done(store, run_id, claims, pending, every_slot, one_pass)
+        except KeyboardInterrupt:
+            end("interrupted", {"trials_stored": count[0], "of": len(pending)})
+            raise RunInterrupted(run_id, count[0], len(pending)) from None
+        except CircuitOpen as exc:
+            end("failed", {"trials_stored": count[0], "of": len(pending),
+                           "error": f"{type(exc).__name__}: {exc}"})
+            raise exc.for_run(run_id, _resume_command(subject)) from None
+        except BaseException as exc:
+            end("failed", {"trials_stored": count[0], "of": len(pending),
+                           "error": f"{type(exc).__name__}: {exc}"})
+            raise
+        end("finished", {"trials_stored": count[0], "errors": trials.errors})
+    finally:
+        if claims is not None:  # a worker's claims live until its last trial and the run's end are written
+            claims.close()
     return RunOutcome(run_id, "finished", count[0], skipped, trials.errors,
                       services.model_calls - calls_before, services.cache_hits - hits_before)
+
+
+def _claim_until_done(store: RunStore, run_id: int, claims: SlotClaims, pending: list[Slot],
+                      every_slot: Sequence[Slot], one_pass: Callable[[list[Slot]], None]) -> None:
+    """Pass over the missing slots, running those this worker claims, until the run misses none
+    (a slot another worker holds is looked at again: that worker may die and free it)."""
+    while pending:
+        claimed_before = claims.claimed
+        one_pass(pending)
+        held = store.finished_slots(run_id)
+        pending = [s for s in every_slot if s.key not in held]
+        if pending and claims.claimed == claimed_before:
+            time.sleep(_CLAIM_POLL_SECONDS)
+
+
+def _end_worker(store: RunStore, run_id: int, claims: SlotClaims, event: str, detail: dict[str, Any],
+                slots: int, pricing: PriceList | None) -> None:
+    """A worker's end: `finished` once, by the one worker holding the finishing claim when no slot
+    is missing (it prices the run first); `interrupted` / `failed` only while slots are missing."""
+    body = json.dumps({**detail, "worker": True}, sort_keys=True)
+    if event != "finished":
+        store.add_worker_event(run_id, event, body, slots)
+        return
+    with claims.finishing() as mine:
+        if not mine or store.last_event(run_id) == "finished":
+            return
+        if pricing is not None:
+            price_run(store, run_id, pricing)
+        store.add_worker_event(run_id, "finished", body, slots)
 
 
 def _resume_command(subject: Subject) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import Engine, Table, insert, inspect, select
+from sqlalchemy import Engine, Table, func, insert, inspect, select
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -293,6 +293,34 @@ class RunStore:
             session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
 
         self._write(work, run_id)
+
+    def add_worker_event(self, run_id: int, event: str, detail: str | None, slots: int) -> bool:
+        """`add_event` for one of several workers sharing a run (ragqual.store.claims): decided and
+        written in one transaction under the writers' lock. `finished` is written only when the run
+        holds all of its `slots` trials and its last event is not `finished` yet (so exactly once);
+        any other event only while some slot is still missing (so no worker's `resumed`,
+        `interrupted` or `failed` lands after the run's end). True when the event was written."""
+
+        def work(session: Session) -> bool:
+            held = session.execute(select(func.count()).select_from(Trial).where(Trial.run_id == run_id)).scalar_one()
+            last = session.execute(select(RunEvent.event).where(RunEvent.run_id == run_id)
+                                   .order_by(RunEvent.id.desc()).limit(1)).scalar_one_or_none()
+            wanted = (held >= slots and last != "finished") if event == "finished" else held < slots
+            if not wanted:
+                return False
+            text = None if detail is None else redact_text(detail)
+            if self.seal and event in END_EVENTS:
+                text = _with_seal_head(text, sealing.head(session, run_id))
+            session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
+            return True
+
+        return self._write(work, run_id)
+
+    def last_event(self, run_id: int) -> str | None:
+        """The run's newest event (its status), sealed or not."""
+        with Session(self.engine) as session:
+            return session.execute(select(RunEvent.event).where(RunEvent.run_id == run_id)
+                                   .order_by(RunEvent.id.desc()).limit(1)).scalar_one_or_none()
 
     # -- deduplicated definitions ---------------------------------------------
     def intern_system_prompt(self, text: str) -> int:
