@@ -162,6 +162,17 @@ def table(backend: str, trials: int, url: str, sample: int) -> list[str]:
     return lines
 
 
+def sqlite_table(path: Path, args: argparse.Namespace) -> None:
+    """Fill the SQLite history at `path` (unless it exists: then it is reused) and time the appends."""
+    if path.exists():
+        trials = existing(path)["trials"]
+    else:
+        filled = fill(path, args.trials, args.per_run, 0, 1500, args.seed)
+        trials = filled["trials"]
+        print(f"(SQLite fill: {trials:,} trials in {filled['seconds']:.0f} s)", file=sys.stderr)
+    table("SQLite", trials, f"sqlite:///{path}", args.sample)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1_000_000)
@@ -171,20 +182,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--db", type=Path, help="Keep the SQLite history here; an existing file is reused, not refilled.")
     parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
     args = parser.parse_args()
 
     print(f"{os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.1f}")
     print("| backend | history trials | batch | trials appended | trials/s | CPU ms per trial | load |")
     print("|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = args.db or Path(tmp) / "append.db"
-        if path.exists():
-            trials = existing(path)["trials"]
-        else:
-            filled = fill(path, args.trials, args.per_run, 0, 1500, args.seed)
-            trials = filled["trials"]
-            print(f"(SQLite fill: {trials:,} trials in {filled['seconds']:.0f} s)", file=sys.stderr)
-        table("SQLite", trials, f"sqlite:///{path}", args.sample)
+    if not args.no_sqlite:
+        with tempfile.TemporaryDirectory() as tmp:
+            sqlite_table(args.db or Path(tmp) / "append.db", args)
     pg = None if args.no_pg else pg_database()
     if pg is not None:
         url, admin, name = pg

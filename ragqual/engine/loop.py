@@ -159,13 +159,11 @@ def _warn_unbumped(store: RunStore, cases: Sequence[Case]) -> None:
 
 
 def _record_cases(store: RunStore, subject: Subject, cases: Sequence[Case]) -> dict[str, int]:
+    """Every case and assertion definition the run uses, each kind in one transaction."""
     _warn_unbumped(store, cases)
-    pks = {}
-    for case in cases:
-        for a in case.assertions:
-            store.record_assertion_def(a.id, a.version, a.category, float(a.weight), a.name, a.spec())
-        pks[case.id] = store.record_case(subject.name, case.id, case.slug, case.definition())
-    return pks
+    store.record_assertion_defs([(a.id, a.version, a.category, float(a.weight), a.name, a.spec())
+                                 for case in cases for a in case.assertions])
+    return store.record_cases(subject.name, [(case.id, case.slug, case.definition()) for case in cases])
 
 
 def _record_variants(

@@ -366,6 +366,43 @@ class RunStore:
             {"category": category, "weight": weight, "name": name, "definition": canonical_json(definition)},
         )
 
+    def record_assertion_defs(
+        self, defs: Sequence[tuple[str, int, str, float, str, dict[str, Any]]]
+    ) -> dict[tuple[str, int, str], int]:
+        """Many (assertion_id, version, category, weight, name, definition) at once, in one
+        transaction (a run over 171 goldens holds ~750): (assertion_id, version, sha256) -> row id.
+        Each is stored once, as `record_assertion_def` stores it."""
+        wanted: dict[tuple[str, int, str], dict[str, Any]] = {}
+        for assertion_id, version, category, weight, name, definition in defs:
+            body = canonical_json(definition)
+            wanted[(assertion_id, version, sha256_hex(body))] = {
+                "category": category, "weight": weight, "name": name, "definition": body}
+        ids = sorted({k[0] for k in wanted})
+
+        def known(session: Session) -> dict[tuple[str, int, str], int]:
+            found: dict[tuple[str, int, str], int] = {}
+            for at in range(0, len(ids), 500):
+                query = select(AssertionDef.assertion_id, AssertionDef.version, AssertionDef.sha256,
+                               AssertionDef.id).where(AssertionDef.assertion_id.in_(ids[at:at + 500]))
+                found.update({(a, v, h): pk for a, v, h, pk in session.execute(query)})
+            return found
+
+        def work(session: Session) -> dict[tuple[str, int, str], int]:
+            found = known(session)
+            missing = [{"assertion_id": a, "version": v, "sha256": h, **wanted[(a, v, h)]}
+                       for (a, v, h) in wanted if (a, v, h) not in found]
+            if missing:
+                session.execute(insert(AssertionDef), missing)
+                found = known(session)
+            return {key: found[key] for key in wanted}
+
+        if not wanted:
+            return {}
+        try:
+            return self._write(work)
+        except IntegrityError:  # a concurrent writer recorded some of them first: read again
+            return self._write(work)
+
     def record_corpus_snapshot(
         self, fingerprint: str, documents: list[dict[str, Any]], chunk_config: dict[str, Any], embedder_id: str
     ) -> int:
