@@ -114,10 +114,23 @@ def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows
         params = list(rows)
     else:  # column-wise: the processors run over whole columns, the rows are re-zipped in C
         columns = list(zip(*rows, strict=True))
-        ordered = [columns[i] if p is None else list(map(p, columns[i])) for i, p in convert]
+        ordered = [columns[i] if p is None else _processed(p, columns[i]) for i, p in convert]
         tuples = zip(*ordered, strict=True)
         params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
     conn.exec_driver_sql(compiled.string, params)
+
+
+def _processed(process: Callable[[Any], Any], column: Sequence[Any]) -> list[Any]:
+    """`process` over a column, once per distinct object: a batch's rows share one `created_at`
+    (the same datetime object), which SQLite's processor would otherwise format once per row."""
+    done: dict[int, Any] = {}
+    out = []
+    for value in column:
+        key = id(value)
+        if key not in done:
+            done[key] = process(value)
+        out.append(done[key])
+    return out
 
 
 def redact_provenance(provenance: Provenance) -> Provenance:
