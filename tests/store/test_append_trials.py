@@ -180,3 +180,19 @@ def test_a_batch_costs_the_same_statements_whatever_its_size(store_head_url):
     assert counted.count == 5 * per_small  # one trial at a time pays the whole transaction each time
     assert per_small <= 25
     assert scalar(store_head_url, f"SELECT COUNT(*) FROM trials WHERE run_id = {run_id}") == 48
+
+
+def test_assertion_definitions_are_recorded_in_one_transaction_once_each(store_head_url):
+    store = RunStore.open(store_head_url)
+    one = store.record_assertion_def("a1", 1, "correctness", 1.0, "says 42", {"kind": "regex", "pattern": "42"})
+    seals = scalar(store_head_url, "SELECT COUNT(*) FROM seals")
+    defs = [("a1", 1, "correctness", 1.0, "says 42", {"kind": "regex", "pattern": "42"}),
+            ("a2", 1, "format", 0.5, "short", {"kind": "max_chars", "n": 80}),
+            ("a2", 2, "format", 0.5, "shorter", {"kind": "max_chars", "n": 40})]
+    ids = store.record_assertion_defs(defs)
+    assert scalar(store_head_url, "SELECT COUNT(*) FROM seals") == seals + 1
+    assert len(ids) == 3 and len(set(ids.values())) == 3 and one in ids.values()
+    assert store.record_assertion_defs(defs) == ids  # found again: nothing appended, no seal
+    assert scalar(store_head_url, "SELECT COUNT(*) FROM seals") == seals + 1
+    assert scalar(store_head_url, "SELECT COUNT(*) FROM assertion_defs") == 3
+    assert store.record_assertion_defs([]) == {}
