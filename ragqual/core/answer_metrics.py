@@ -15,6 +15,7 @@ applies them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import regex
 
@@ -91,6 +92,10 @@ def correctness(
     return not any(textmatch.search(p, answer, timeout) for p in must_not_include)
 
 
+_MEMO = 8192  # answers repeat across repeats, modes and what-if replays: each distinct one is read once
+
+
+@lru_cache(maxsize=_MEMO)
 def is_refusal(answer: str) -> bool:
     """The answer declines and gives nothing else: a clause says it does not know, that the
     information is not there, or only that it is not sure, and no clause answers ("I don't know;
@@ -99,6 +104,7 @@ def is_refusal(answer: str) -> bool:
     return "refusal" in kinds and "content" not in kinds
 
 
+@lru_cache(maxsize=_MEMO)
 def is_hedge(answer: str) -> bool:
     """The answer qualifies itself with uncertainty ("I'm not sure, but ...")."""
     return _any_match(_HEDGES, answer)
@@ -114,6 +120,7 @@ def refusal_correct(answer: str, expect_refusal: bool) -> bool:
     return not (is_refusal(answer) or is_hedge(answer))
 
 
+@lru_cache(maxsize=_MEMO)
 def leaks_retrieval(answer: str) -> bool:
     """The answer narrates retrieval ("based on the provided context", "Context 1")."""
     return _any_match(_LEAKS, answer)

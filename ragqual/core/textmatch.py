@@ -49,6 +49,13 @@ def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
     """True when `pattern` matches anywhere in `text`; raises `RegexTimeout` past `timeout` seconds."""
     if not (timeout > 0 and math.isfinite(timeout)):
         raise InputError(f"regex timeout must be a positive number of seconds, got {timeout!r}")
+    return _matches(pattern, text, timeout)
+
+
+@functools.lru_cache(maxsize=16384)
+def _matches(pattern: str, text: str, timeout: float) -> bool:
+    """`search` itself, remembered: a run asks the same pattern of the same answer or context once
+    per repeat, mode and what-if setting (a timeout is raised each time, never remembered)."""
     compiled = compile_pattern(pattern)
     try:
         return compiled.search(text, timeout=timeout) is not None

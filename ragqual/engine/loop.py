@@ -2,8 +2,9 @@
 
 One loop serves every subject. It records the definitions a run used (cases with their assertion
 specs, variants, system prompts; all interned), starts the run, runs the slots the run does not
-hold yet, and appends each finished trial with its assertion, score and metric rows in one
-transaction, from the main thread only.
+hold yet, and appends the finished trials with their assertion, score and metric rows in batches,
+each one transaction with one seal, from the main thread only (`engine.batching`: every N trials,
+every T ms or per case, whichever first; whatever waits is appended however the run ends).
 
 How a run ends, as the last run_events row:
 
@@ -40,6 +41,7 @@ from ragqual.adapters.answers_model import check_ids
 from ragqual.adapters.provenance import capture
 from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
 from ragqual.core.pricing import PriceList
+from ragqual.engine.batching import BatchPolicy, batch_policy
 from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
 from ragqual.engine.pricing import price_run
@@ -159,13 +161,11 @@ def _warn_unbumped(store: RunStore, cases: Sequence[Case]) -> None:
 
 
 def _record_cases(store: RunStore, subject: Subject, cases: Sequence[Case]) -> dict[str, int]:
+    """Every case and assertion definition the run uses, each kind in one transaction."""
     _warn_unbumped(store, cases)
-    pks = {}
-    for case in cases:
-        for a in case.assertions:
-            store.record_assertion_def(a.id, a.version, a.category, float(a.weight), a.name, a.spec())
-        pks[case.id] = store.record_case(subject.name, case.id, case.slug, case.definition())
-    return pks
+    store.record_assertion_defs([(a.id, a.version, a.category, float(a.weight), a.name, a.spec())
+                                 for case in cases for a in case.assertions])
+    return store.record_cases(subject.name, [(case.id, case.slug, case.definition()) for case in cases])
 
 
 def _record_variants(
@@ -282,7 +282,7 @@ def per_trial_failures() -> tuple[type[BaseException], ...]:
 
 
 class _Trials:
-    """Runs one slot (any thread) and stores one finished trial (main thread)."""
+    """Runs one slot (any thread) and prepares one finished trial for the store (main thread)."""
 
     def __init__(self, run_id: int, subject: Subject, services: TrialServices, store: RunStore,
                  scorers: Sequence[Scorer], claims: SlotClaims | None = None):
@@ -315,7 +315,8 @@ class _Trials:
         record = replace(record, raw_output_bytes=capped.original_bytes, output_truncated=capped.truncated)
         return _Done(slot, record, prompt)
 
-    def store_done(self, done: _Done) -> int:
+    def prepare(self, done: _Done) -> TrialRecord:
+        """The record to append, its system prompt interned (once per prompt)."""
         record = done.record
         if done.system_prompt:
             if done.system_prompt not in self._prompt_ids:
@@ -323,23 +324,78 @@ class _Trials:
             record = replace(record, system_prompt_id=self._prompt_ids[done.system_prompt])
         if record.error is not None:
             self.errors += 1
-        trial_id = self.store.append_trial(record)
-        if self.claims is not None:  # committed: a worker taking the claim now sees the trial
-            self.claims.release(done.slot.key)
-        return trial_id
+        return record
+
+
+def _group(slot: Slot) -> tuple[int, int, int]:
+    """A case's trials for one variant and repeat (its modes): what `per_case` batches end with."""
+    return (slot.case_pk, slot.variant_id, slot.repeat_index)
+
+
+class _Appender:
+    """Holds finished trials and appends them in batches (`engine.batching`), main thread only.
+
+    `durable()` says whether the response cache keeps the answers of waiting trials; when it
+    does not, each trial is appended at once. `after` is told of each trial once it is stored."""
+
+    def __init__(self, store: RunStore, policy: BatchPolicy, slots: Sequence[Slot],
+                 after: Callable[[_Done, int], None], durable: Callable[[], bool] = lambda: True,
+                 clock: Callable[[], float] = time.monotonic):
+        self.store, self.policy, self.after, self.durable, self.clock = store, policy, after, durable, clock
+        self.waiting: list[tuple[_Done, TrialRecord]] = []
+        self.last = clock()
+        self._left: dict[tuple[int, int, int], int] = {}
+        for slot in slots:
+            self._left[_group(slot)] = self._left.get(_group(slot), 0) + 1
+
+    def add(self, done: _Done, record: TrialRecord) -> None:
+        self.waiting.append((done, record))
+        group = _group(done.slot)
+        self._left[group] = self._left.get(group, 1) - 1
+        if not self.durable() or self.policy.due(len(self.waiting), self._since_ms(), self._left[group] <= 0):
+            self.flush()
+
+    def tick(self) -> None:
+        """Append what waits if its time has come (called while the loop waits for a trial)."""
+        if self.policy.due(len(self.waiting), self._since_ms()):
+            self.flush()
+
+    def flush(self) -> None:
+        """Append every waiting trial in one transaction, then report each one."""
+        batch = self.waiting
+        if batch:
+            ids = self.store.append_trials([record for _, record in batch])
+            self.waiting = []
+            for (done, _), trial_id in zip(batch, ids, strict=True):
+                self.after(done, trial_id)
+        self.last = self.clock()
+
+    def flush_at_end(self) -> None:
+        """`flush` when the run stops early: a failure to append is not the run's failure to report
+        (the waiting trials' answers are in the response cache; `--resume` redoes them)."""
+        with contextlib.suppress(Exception):
+            self.flush()
+
+    def _since_ms(self) -> float:
+        return (self.clock() - self.last) * 1000.0
+
+
+def _durable(services: TrialServices) -> Callable[[], bool]:
+    """Whether a waiting trial's answer survives a kill: the response cache writes answers."""
+    cache = services.cache
+    return lambda: cache.mode == "replay" or (cache.mode != "off" and cache.cache is not None)
 
 
 # -- execution strategies -------------------------------------------------------------------------
 
-def _run_sequential(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done, int], None]) -> None:
+def _run_sequential(slots: Sequence[Slot], trials: _Trials, sink: _Appender) -> None:
     for slot in slots:
         done = trials.execute(slot)
         if done is not None:
-            after(done, trials.store_done(done))
+            sink.add(done, trials.prepare(done))
 
 
-def _run_threaded(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done, int], None],
-                  workers: int) -> None:
+def _run_threaded(slots: Sequence[Slot], trials: _Trials, sink: _Appender, workers: int) -> None:
     jobs: queue.SimpleQueue[Slot] = queue.SimpleQueue()
     for slot in slots:
         jobs.put(slot)
@@ -364,22 +420,23 @@ def _run_threaded(slots: Sequence[Slot], trials: _Trials, after: Callable[[_Done
         thread.start()
     try:
         for _ in range(len(slots)):
-            done, failure = _next_result(results)
+            done, failure = _next_result(results, sink.tick)
             if failure is not None:
                 raise failure
             if done is not None:
-                after(done, trials.store_done(done))
+                sink.add(done, trials.prepare(done))
     finally:
         stop.set()
 
 
-def _next_result(results: queue.SimpleQueue) -> Any:
-    """Wait in short slices so that Ctrl-C reaches the main thread promptly."""
+def _next_result(results: queue.SimpleQueue, idle: Callable[[], None]) -> Any:
+    """Wait in short slices so that Ctrl-C reaches the main thread promptly (and waiting trials
+    are appended on time)."""
     while True:
         try:
             return results.get(timeout=_POLL_SECONDS)
         except queue.Empty:
-            continue
+            idle()
 
 
 # -- the loop ----------------------------------------------------------------------------------------
@@ -446,13 +503,16 @@ def run(
     progress: ProgressCallback | None = None,
     pricing: PriceList | None = None,
     worker: bool = False,
+    batching: BatchPolicy | None = None,
 ) -> RunOutcome:
     """Run (or resume) every slot of `subject` over variants x cases x modes x repeats; with a
     price list, the run's trials are priced under its snapshot before the run's end event.
+    Finished trials are appended in batches (`batching`, else `engine.batching.batch_policy()`).
 
     `worker`: this process is one of several sharing the run through a PostgreSQL history
     (ragqual.store.claims): it runs only the slots it claims, keeps claiming until no slot is
-    missing, and the one worker that finds the run complete writes its single `finished`."""
+    missing, and the one worker that finds the run complete writes its single `finished`. A
+    claim is released once the batch holding its trial is committed."""
     plan = RunPlan(list(variants), list(cases), list(modes if modes is not None else subject.modes), repeats)
     scorers = list(scorers) if scorers is not None else default_scorers()
     _validate(subject, plan, max_concurrency)
@@ -460,6 +520,7 @@ def run(
         require_shared(store.engine, _resume_command(subject))
     _check_replays(subject, plan, services)
     output_cap()  # a bad RAGQUAL_MAX_OUTPUT_BYTES is refused before the run starts
+    policy = batching if batching is not None else batch_policy()  # so is a bad RAGQUAL_APPEND_BATCH
     variant_ids = _record_variants(store, subject, services, plan.variants)
     case_pks = _record_cases(store, subject, plan.cases)
     slots = _slots(plan, case_pks, variant_ids)
@@ -474,14 +535,15 @@ def run(
     pending = [s for s in slots if s.key not in finished]
     if worker:
         return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency,
-                        progress, pricing, shared=(SlotClaims(store.engine, run_id), slots))
+                        progress, pricing, policy, shared=(SlotClaims(store.engine, run_id), slots))
     return _execute(run_id, subject, services, store, scorers, pending, len(finished), max_concurrency, progress,
-                    pricing)
+                    pricing, policy)
 
 
 def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunStore,
              scorers: Sequence[Scorer], pending: list[Slot], skipped: int, max_concurrency: int,
              progress: ProgressCallback | None, pricing: PriceList | None = None,
+             policy: BatchPolicy | None = None,
              shared: tuple[SlotClaims, Sequence[Slot]] | None = None) -> RunOutcome:
     claims, every_slot = shared if shared is not None else (None, pending)
     trials = _Trials(run_id, subject, services, store, scorers, claims)
@@ -502,19 +564,23 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
     count = [0]
 
     def after(done: _Done, trial_id: int) -> None:
+        if claims is not None:  # committed: a worker taking the claim now sees the trial
+            claims.release(done.slot.key)
         count[0] += 1
         if progress is not None:
             first = done.record.scores[0].score if done.record.scores else None
             progress(Progress(run_id, count[0], len(pending), done.slot, trial_id, first, done.record.error))
 
+    sink = _Appender(store, policy or BatchPolicy(), pending, after, _durable(services))
     if progress is not None:
         progress(Progress(run_id, 0, len(pending)))
 
     def one_pass(slots: list[Slot]) -> None:
         if max_concurrency == 1 or len(slots) <= 1:
-            _run_sequential(slots, trials, after)
+            _run_sequential(slots, trials, sink)
         else:
-            _run_threaded(slots, trials, after, max_concurrency)
+            _run_threaded(slots, trials, sink, max_concurrency)
+        sink.flush()  # a pass ends committed: a worker's next look for missing slots sees its trials
 
     try:
         try:
@@ -523,13 +589,16 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
             else:
                 _claim_until_done(store, run_id, claims, pending, every_slot, one_pass)
         except KeyboardInterrupt:
+            sink.flush_at_end()
             end("interrupted", {"trials_stored": count[0], "of": len(pending)})
             raise RunInterrupted(run_id, count[0], len(pending)) from None
         except CircuitOpen as exc:
+            sink.flush_at_end()
             end("failed", {"trials_stored": count[0], "of": len(pending),
                            "error": f"{type(exc).__name__}: {exc}"})
             raise exc.for_run(run_id, _resume_command(subject)) from None
         except BaseException as exc:
+            sink.flush_at_end()
             end("failed", {"trials_stored": count[0], "of": len(pending),
                            "error": f"{type(exc).__name__}: {exc}"})
             raise

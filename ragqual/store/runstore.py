@@ -114,10 +114,23 @@ def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows
         params = list(rows)
     else:  # column-wise: the processors run over whole columns, the rows are re-zipped in C
         columns = list(zip(*rows, strict=True))
-        ordered = [columns[i] if p is None else list(map(p, columns[i])) for i, p in convert]
+        ordered = [columns[i] if p is None else _processed(p, columns[i]) for i, p in convert]
         tuples = zip(*ordered, strict=True)
         params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
     conn.exec_driver_sql(compiled.string, params)
+
+
+def _processed(process: Callable[[Any], Any], column: Sequence[Any]) -> list[Any]:
+    """`process` over a column, once per distinct object: a batch's rows share one `created_at`
+    (the same datetime object), which SQLite's processor would otherwise format once per row."""
+    done: dict[int, Any] = {}
+    out = []
+    for value in column:
+        key = id(value)
+        if key not in done:
+            done[key] = process(value)
+        out.append(done[key])
+    return out
 
 
 def redact_provenance(provenance: Provenance) -> Provenance:
@@ -142,6 +155,30 @@ def _output_cap_columns(rec: TrialRecord) -> dict[str, Any]:
     if rec.raw_output_bytes is None:
         return {}
     return {"raw_output_bytes": rec.raw_output_bytes, "output_truncated": rec.output_truncated}
+
+
+def _assertion_rows(trial_id: int, batch: str, assertions: Sequence[AssertionRow],
+                    now: datetime) -> list[dict[str, Any]]:
+    return [{"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
+             "assertion_version": a.version, "category": a.category, "weight": a.weight,
+             "passed": a.passed, "detail": redact_known(a.detail), "created_at": now}
+            for a in assertions]
+
+
+def _score_rows(trial_id: int, batch: str, scores: Sequence[ScoreRow], now: datetime) -> list[dict[str, Any]]:
+    return [{"trial_id": trial_id, "batch": batch, "scorer_name": s.scorer_name,
+             "scorer_version": s.scorer_version, "score": s.score, "perfect": s.perfect,
+             "per_category": canonical_json(s.per_category), "created_at": now}
+            for s in scores]
+
+
+def _slot_taken(recs: Sequence[TrialRecord]) -> str:
+    rec = recs[0] if len(recs) == 1 else None
+    if rec is None:
+        return (f"run {recs[0].run_id} already holds one of the {len(recs)} trials being appended: "
+                "is another process resuming this run?")
+    return (f"run {rec.run_id} already holds the trial for case {rec.case_id or rec.case_pk}, mode "
+            f"{rec.mode or '-'}, repeat {rec.repeat_index}: is another process resuming this run?")
 
 
 def _is_locked(exc: OperationalError) -> bool:
@@ -212,15 +249,16 @@ class RunStore:
             self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
         return self._spans
 
-    def _text_columns(self, session: Session, values: dict[str, str | None]) -> dict[str, str | None]:
-        """A trial's text columns: long texts stored once in `texts` and named by hash (migration
-        0012, ragqual.store.texts); inline as before on an older schema."""
+    def _text_columns(self, session: Session, values: dict[str, str | None],
+                      bodies: dict[str, str]) -> dict[str, str | None]:
+        """A trial's text columns: long texts named by hash, their bodies added to `bodies` for
+        `texts.store` (migration 0012, ragqual.store.texts); inline as before on an older schema."""
         if self._texts is None:
             self._texts = inspect(session.connection()).has_table(texts.TABLE)
         if not self._texts:
             return values
-        columns, bodies = texts.split(values)
-        texts.store(session, bodies)
+        columns, found = texts.split(values)
+        bodies.update(found)
         return columns
 
     def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
@@ -382,6 +420,43 @@ class RunStore:
             {"category": category, "weight": weight, "name": name, "definition": canonical_json(definition)},
         )
 
+    def record_assertion_defs(
+        self, defs: Sequence[tuple[str, int, str, float, str, dict[str, Any]]]
+    ) -> dict[tuple[str, int, str], int]:
+        """Many (assertion_id, version, category, weight, name, definition) at once, in one
+        transaction (a run over 171 goldens holds ~750): (assertion_id, version, sha256) -> row id.
+        Each is stored once, as `record_assertion_def` stores it."""
+        wanted: dict[tuple[str, int, str], dict[str, Any]] = {}
+        for assertion_id, version, category, weight, name, definition in defs:
+            body = canonical_json(definition)
+            wanted[(assertion_id, version, sha256_hex(body))] = {
+                "category": category, "weight": weight, "name": name, "definition": body}
+        ids = sorted({k[0] for k in wanted})
+
+        def known(session: Session) -> dict[tuple[str, int, str], int]:
+            found: dict[tuple[str, int, str], int] = {}
+            for at in range(0, len(ids), 500):
+                query = select(AssertionDef.assertion_id, AssertionDef.version, AssertionDef.sha256,
+                               AssertionDef.id).where(AssertionDef.assertion_id.in_(ids[at:at + 500]))
+                found.update({(a, v, h): pk for a, v, h, pk in session.execute(query)})
+            return found
+
+        def work(session: Session) -> dict[tuple[str, int, str], int]:
+            found = known(session)
+            missing = [{"assertion_id": a, "version": v, "sha256": h, **wanted[(a, v, h)]}
+                       for (a, v, h) in wanted if (a, v, h) not in found]
+            if missing:
+                session.execute(insert(AssertionDef), missing)
+                found = known(session)
+            return {key: found[key] for key in wanted}
+
+        if not wanted:
+            return {}
+        try:
+            return self._write(work)
+        except IntegrityError:  # a concurrent writer recorded some of them first: read again
+            return self._write(work)
+
     def record_corpus_snapshot(
         self, fingerprint: str, documents: list[dict[str, Any]], chunk_config: dict[str, Any], embedder_id: str
     ) -> int:
@@ -399,74 +474,100 @@ class RunStore:
     # -- trials and scores -----------------------------------------------------
     def append_trial(self, rec: TrialRecord) -> int:
         """The trial, its assertion rows, score rows and metrics: all or nothing."""
+        return self.append_trials([rec])[0]
 
-        def work(session: Session) -> int:
+    def append_trials(self, recs: Sequence[TrialRecord]) -> list[int]:
+        """Many trials of one run, each with its assertion, score and metric rows, in one
+        transaction with one seal: all or nothing. Returns the trial ids in the order given.
+
+        Every row goes in through one driver-level executemany per table, so a batch costs a
+        fixed number of statements (and PostgreSQL round trips) whatever its size; the seal
+        reads the batch's rows back once per table (ragqual.store.sealing)."""
+        if not recs:
+            return []
+        run_ids = {rec.run_id for rec in recs}
+        if len(run_ids) != 1:
+            raise ValueError(f"append_trials takes the trials of one run, got runs {sorted(run_ids)}")
+        run_id = recs[0].run_id
+
+        def work(session: Session) -> list[int]:
             now = self.clock()
-            trial_id = session.execute(
-                insert(Trial)
-                .values(
-                    run_id=rec.run_id,
-                    case_pk=rec.case_pk,
-                    variant_id=rec.variant_id,
-                    system_prompt_id=rec.system_prompt_id,
-                    mode=rec.mode,
-                    repeat_index=rec.repeat_index,
-                    **self._text_columns(session, {
-                        "rendered_prompt": _dump(redact_known(rec.rendered_prompt)),
-                        "context": redact_known(rec.context),
-                        "raw_output": _dump(redact_known(rec.raw_output)),
-                        "parsed_output": _dump(redact_known(rec.parsed_output)),
-                    }),
-                    error=None if rec.error is None else redact_text(rec.error),
-                    prompt_tokens=rec.prompt_tokens,
-                    completion_tokens=rec.completion_tokens,
-                    latency_ms=rec.latency_ms,
-                    load_ms=rec.load_ms,
-                    cost=rec.cost,
-                    cache_key=rec.cache_key,
-                    cache_hit=rec.cache_hit,
-                    created_at=now,
-                    **_output_cap_columns(rec),
-                )
-                .returning(Trial.id)
-            ).scalar_one()
-            self._insert_scoring(session, trial_id, rec.assertions, rec.scores, now)
-            if rec.metrics:
-                self._insert_metrics(
-                    session, rec.run_id,
-                    [(trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version) for k, v in rec.metrics.items()], now,
-                )
-            return trial_id
+            bodies: dict[str, str] = {}
+            rows = [self._trial_row(session, rec, now, bodies) for rec in recs]
+            if bodies:
+                texts.store(session, bodies)
+            trial_ids = self._insert_trials(session, rows)
+            assertions: list[dict[str, Any]] = []
+            scores: list[dict[str, Any]] = []
+            metrics: list[tuple[int | None, str, str, str, float | None, int]] = []
+            for trial_id, rec in zip(trial_ids, recs, strict=True):
+                batch = str(uuid.uuid4())
+                assertions += _assertion_rows(trial_id, batch, rec.assertions, now)
+                scores += _score_rows(trial_id, batch, rec.scores, now)
+                metrics += [(trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version) for k, v in rec.metrics.items()]
+            bulk_insert(session, table_of(AssertionResult), assertions)
+            bulk_insert(session, table_of(TrialScore), scores)
+            self._insert_metrics(session, run_id, metrics, now)
+            return trial_ids
 
         try:
-            return self._write(work, rec.run_id)
+            return self._write(work, run_id)
         except IntegrityError as exc:
             if "uq_trials_slot" in str(exc) or "trials.run_id" in str(exc) or "unique" in str(exc).lower():
-                raise InputError(
-                    f"run {rec.run_id} already holds the trial for case {rec.case_id or rec.case_pk}, mode "
-                    f"{rec.mode or '-'}, repeat {rec.repeat_index}: is another process resuming this run?"
-                ) from None
+                raise InputError(_slot_taken(recs)) from None
             raise
+
+    def _trial_row(self, session: Session, rec: TrialRecord, now: datetime, bodies: dict[str, str]) -> dict[str, Any]:
+        """The `trials` row of one record, credentials masked: the one place a trial row is built
+        (append_trial and append_trials both go through it). Long texts go by hash (migration
+        0012); their bodies are added to `bodies`, which the caller stores once per batch."""
+        return {
+            "run_id": rec.run_id,
+            "case_pk": rec.case_pk,
+            "variant_id": rec.variant_id,
+            "system_prompt_id": rec.system_prompt_id,
+            "mode": rec.mode,
+            "repeat_index": rec.repeat_index,
+            **self._text_columns(session, {
+                "rendered_prompt": _dump(redact_known(rec.rendered_prompt)),
+                "context": redact_known(rec.context),
+                "raw_output": _dump(redact_known(rec.raw_output)),
+                "parsed_output": _dump(redact_known(rec.parsed_output)),
+            }, bodies),
+            "error": None if rec.error is None else redact_text(rec.error),
+            "prompt_tokens": rec.prompt_tokens,
+            "completion_tokens": rec.completion_tokens,
+            "latency_ms": rec.latency_ms,
+            "load_ms": rec.load_ms,
+            "cost": rec.cost,
+            "cache_key": rec.cache_key,
+            "cache_hit": rec.cache_hit,
+            "created_at": now,
+            **_output_cap_columns(rec),
+        }
+
+    def _insert_trials(self, session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Insert `trials` rows with one executemany; their ids in the order given. Writers hold
+        the writers' lock (ragqual.store.sealing.lock), so the ids above the table's highest id
+        before the insert are exactly these rows, ascending in insertion order."""
+        keys = list(dict.fromkeys(k for row in rows for k in row))
+        uniform = [{k: row.get(k) for k in keys} for row in rows]
+        cursor = session.connection().exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM trials")
+        top = int(cursor.scalar_one())
+        bulk_insert(session, table_of(Trial), uniform)
+        ids = [int(i) for i in session.execute(select(Trial.id).where(Trial.id > top).order_by(Trial.id)).scalars()]
+        if len(ids) != len(rows):
+            raise RuntimeError(f"expected {len(rows)} new trial ids above {top}, found {len(ids)}: "
+                               "another writer inserted trials without the writers' lock")
+        return ids
 
     def _insert_scoring(
         self, session: Session, trial_id: int, assertions: Sequence[AssertionRow],
         scores: Sequence[ScoreRow], now: datetime,
     ) -> str:
         batch = str(uuid.uuid4())
-        if assertions:
-            session.execute(insert(table_of(AssertionResult)), [
-                {"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
-                 "assertion_version": a.version, "category": a.category, "weight": a.weight,
-                 "passed": a.passed, "detail": redact_known(a.detail), "created_at": now}
-                for a in assertions
-            ])
-        if scores:
-            session.execute(insert(table_of(TrialScore)), [
-                {"trial_id": trial_id, "batch": batch, "scorer_name": s.scorer_name,
-                 "scorer_version": s.scorer_version, "score": s.score, "perfect": s.perfect,
-                 "per_category": canonical_json(s.per_category), "created_at": now}
-                for s in scores
-            ])
+        bulk_insert(session, table_of(AssertionResult), _assertion_rows(trial_id, batch, assertions, now))
+        bulk_insert(session, table_of(TrialScore), _score_rows(trial_id, batch, scores, now))
         return batch
 
     def append_scoring(
