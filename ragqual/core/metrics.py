@@ -421,11 +421,18 @@ def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     return _Inputs(_flat(-scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
 
 
-def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int) -> np.ndarray:
-    """Each row's labels in trec_eval rank order, NOT_JUDGED padding after them."""
+def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below: int | None) -> np.ndarray:
+    """Each row's labels in trec_eval rank order, NOT_JUDGED padding after them.
+
+    With `unjudged_below`, labels below it that carry no gain (<= 0) read as NOT_JUDGED: for
+    every measure but bpref a judged non-relevant document and an unjudged one are alike, and
+    fewer distinct labels leave fewer tied runs to put in doc id order.
+    """
     neg = inputs.neg_scores.padded(rows, width, math.inf)
     order = np.argsort(neg, axis=1)
     labels = np.take_along_axis(inputs.labels.padded(rows, width, NOT_JUDGED), order, axis=1)
+    if unjudged_below is not None:
+        labels[(labels < unjudged_below) & (labels <= 0)] = NOT_JUDGED
     _break_ties(labels, order, np.take_along_axis(neg, order, axis=1), inputs, rows)
     return labels
 
@@ -439,22 +446,80 @@ def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, input
     tied = ranked[:, 1:] == ranked[:, :-1]
     if not tied.any():
         return
-    cells, group = _mixed_tie_groups(tied, labels)
+    cells, sizes = _mixed_tie_groups(tied, labels)
     if not len(cells):
         return
     row = cells // labels.shape[1]
     members = order.reshape(-1)[cells]
     real = members < inputs.neg_scores.sizes[rows][row]
-    names = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
-    rank_of = {name: i for i, name in enumerate(sorted(set(names)), start=1)}
-    name_rank = np.zeros(len(members), dtype=np.int64)
-    name_rank[real] = np.fromiter(map(rank_of.__getitem__, names), np.int64, len(names))
+    names = np.empty(len(cells), dtype=object)
+    names[real] = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
     flat = labels.reshape(-1)
-    flat[cells] = flat[cells][np.argsort(group * (len(rank_of) + 1) - name_rank, kind="stable")]
+    flat[cells[_places(names, real, sizes)]] = flat[cells]
+
+
+def _places(names: np.ndarray, real: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Where each member of a run of ties goes (index into the runs' cells): after every member of
+    its run with a greater doc id; padding after every document. Pairs, the usual run, are
+    swapped or not by one comparison each; longer runs are placed together."""
+    starts = np.cumsum(sizes) - sizes
+    place = np.arange(len(names))
+    pair = starts[sizes == 2]
+    if len(pair):
+        swap = _ahead(names, real, pair + 1, pair)
+        place[pair] += swap
+        place[pair + 1] -= swap
+    longer = np.repeat(sizes != 2, sizes)
+    if longer.any():
+        members = np.flatnonzero(longer)
+        run_sizes = sizes[sizes != 2]
+        if int((run_sizes * run_sizes).sum()) <= 8 * len(members) + 4096:
+            within = _places_by_pairs(names[members], real[members], run_sizes)
+        else:
+            within = _places_by_sorting(names[members], real[members], run_sizes)
+        place[members] = members[within]
+    return place
+
+
+def _ahead(names: np.ndarray, real: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """For each pair of tied members, whether `first` ranks above `second` (a greater doc id, or
+    a real document against padding; padding keeps its order)."""
+    real_first, real_second = real[first], real[second]
+    ahead = real_first & ~real_second
+    both = real_first & real_second
+    ahead[both] = np.greater(names[first[both]], names[second[both]]).astype(bool)
+    ahead |= ~real_first & ~real_second & (first < second)
+    return ahead
+
+
+def _places_by_pairs(names: np.ndarray, real: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Where each member of a run of ties goes (index into the runs' cells): after every member of
+    its run with a greater doc id; padding after every document. For short runs, all pairs."""
+    start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    size = np.repeat(sizes, sizes)
+    first = np.repeat(np.arange(len(names)), size)
+    offset = np.arange(len(first)) - np.repeat(np.cumsum(size) - size, size)
+    second = start[first] + offset
+    ahead = _ahead(names, real, second, first)
+    place: np.ndarray = start + np.bincount(first, weights=ahead, minlength=len(names)).astype(np.int64)
+    return place
+
+
+def _places_by_sorting(names: np.ndarray, real: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """As `_places_by_pairs`, through one ranking of every distinct doc id (for long runs)."""
+    distinct = sorted(set(names[real].tolist()))
+    rank_of = {name: i for i, name in enumerate(distinct, start=1)}
+    name_rank = np.zeros(len(names), dtype=np.int64)
+    name_rank[real] = np.fromiter(map(rank_of.__getitem__, names[real].tolist()), np.int64, int(real.sum()))
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.argsort(group * (len(rank_of) + 1) - name_rank, kind="stable")
+    place = np.empty(len(names), dtype=np.int64)
+    place[order] = np.arange(len(names))
+    return place
 
 
 def _mixed_tie_groups(tied: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Flat cells of the runs of tied scores whose labels differ, and each cell's run number."""
+    """Flat cells of the runs of tied scores whose labels differ, run after run, and the runs' sizes."""
     width = labels.shape[1]
     in_group = np.zeros(labels.shape, dtype=bool)
     in_group[:, 1:] = tied
@@ -468,8 +533,7 @@ def _mixed_tie_groups(tied: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray,
     values = labels.reshape(-1)[cells]
     mixed = np.minimum.reduceat(values, first) != np.maximum.reduceat(values, first)
     sizes = np.diff(np.append(first, len(cells)))
-    keep = np.repeat(mixed, sizes)
-    return cells[keep], np.repeat(np.arange(len(first)), sizes)[keep]
+    return cells[np.repeat(mixed, sizes)], sizes[mixed]
 
 
 def _pick(items: list[str], indices: np.ndarray) -> list[str]:
@@ -508,7 +572,7 @@ def _batch_columns(
     inputs = _inputs(qrels, run, qids)
     widths = np.maximum(np.maximum(inputs.labels.sizes, inputs.judged.sizes), 1)
     for rows in _blocks(widths):
-        block = _Block(inputs, rows, level, max_docs)
+        block = _Block(inputs, rows, level, max_docs, judged_matters=any(m.family == "bpref" for m in specs))
         for m in specs:
             columns[m.name][rows] = block.measure(m)
     return columns
@@ -532,14 +596,15 @@ def _fit(matrix: np.ndarray, width: int, fill: int) -> np.ndarray:
 class _Block:
     """A group of queries as padded matrices: row = query, column = rank - 1."""
 
-    def __init__(self, inputs: _Inputs, rows: np.ndarray, level: int, max_docs: int | None):
+    def __init__(self, inputs: _Inputs, rows: np.ndarray, level: int, max_docs: int | None, *,
+                 judged_matters: bool = True):
         run_width = max(int(inputs.labels.sizes[rows].max()), 1)
         judged = inputs.judged.padded(rows, max(int(inputs.judged.sizes[rows].max()), 1), NOT_JUDGED)
         self.num_rel = np.count_nonzero(judged >= level, axis=1)
         self.num_nonrel = np.count_nonzero((judged >= 0) & (judged < level), axis=1)
         positive = np.count_nonzero(judged > 0, axis=1)
         self.width = max(run_width, int(positive.max()))
-        labels = _ranked_labels(inputs, rows, run_width)
+        labels = _ranked_labels(inputs, rows, run_width, None if judged_matters else level)
         if max_docs is not None:
             labels[:, max_docs:] = NOT_JUDGED
         self.labels = _fit(labels, self.width, NOT_JUDGED)
@@ -567,6 +632,19 @@ class _Block:
         ranks = np.arange(1, self.width + 1)
         return np.cumsum(np.where(self.relevant, self.hits / ranks, 0.0), axis=1)
 
+    def _precision_total(self) -> np.ndarray:
+        """Each row's sum of precision at its relevant ranks, added in rank order: the
+        relevant cells alone, packed to the left (adding the zeros between them changes no bit)."""
+        cells = np.flatnonzero(self.relevant)
+        row, col = np.divmod(cells, self.width)
+        per_row = np.bincount(row, minlength=len(self.num_rel))
+        first = np.cumsum(per_row) - per_row
+        hits = np.arange(len(cells)) - first[row]
+        packed = np.zeros((len(per_row), max(int(per_row.max(initial=0)), 1)))
+        packed[row, hits] = (hits + 1) / (col + 1)
+        total: np.ndarray = np.cumsum(packed, axis=1)[:, -1]
+        return total
+
     def _columns(self, k: int | None) -> int:
         """How many leading columns a measure cut at rank k reads."""
         return self.width if k is None else min(k, self.width)
@@ -593,7 +671,7 @@ class _Block:
         return (self._hits_at(k) > 0).astype(np.float64)
 
     def _map(self, k: None) -> np.ndarray:
-        return _safe_divide(self.precision_sums[:, -1], self.num_rel)
+        return _safe_divide(self._precision_total(), self.num_rel)
 
     def _map_cut(self, k: int) -> np.ndarray:
         return _safe_divide(self.precision_sums[:, self._columns(k) - 1], self.num_rel)
