@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, repeat
-from operator import itemgetter, methodcaller
+from operator import attrgetter, itemgetter, methodcaller
 
 import numpy as np
 
@@ -345,11 +345,12 @@ def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------
 # The batch path
 #
-# Where the time goes (10,000 queries x 100 documents): reading the floats and labels out of
-# the dicts (one C-level pass each), then per padded block of queries one row-wise sort of
-# the scores, a repair of the few runs of tied scores by doc id, and a handful of array
-# operations per measure. Sorting each row on its own is several times faster than one
-# sort of every document keyed by (query, score).
+# Where the time goes (10,000 queries x 100 documents, docs/performance.md): about half in
+# reading the scores and labels out of the dicts (one C-level pass each; the label look-ups
+# dominate), then per padded block of queries one row-wise sort of the scores, the repair of
+# the runs of tied scores whose labels differ (doc ids compared pairwise), and a few array
+# operations per measure. Sorting each row on its own is several times faster than one sort of
+# every document keyed by (query, score).
 
 
 _CELL_BUDGET = 1 << 21
@@ -414,7 +415,8 @@ def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     scores = np.fromiter(chain.from_iterable([d.values() for d in per_query]), np.float64, total)
     if np.isnan(scores).any():
         raise InputError("a score is NaN; NaN cannot be ranked")
-    lookups = [map(j.get, d, repeat(NOT_JUDGED)) for j, d in zip(judgements, per_query)]
+    not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
+    lookups = map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged))
     labels = np.fromiter(chain.from_iterable(lookups), np.int64, total)
     judged_sizes = np.fromiter(map(len, judgements), np.int64, len(qids))
     judged = np.fromiter(chain.from_iterable([j.values() for j in judgements]), np.int64, int(judged_sizes.sum()))
@@ -453,7 +455,8 @@ def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, input
     members = order.reshape(-1)[cells]
     real = members < inputs.neg_scores.sizes[rows][row]
     names = np.empty(len(cells), dtype=object)
-    names[real] = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
+    picked = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
+    names[real] = np.array(picked, dtype=object)  # the str objects themselves, never numpy's '<U'
     flat = labels.reshape(-1)
     flat[cells[_places(names, real, sizes)]] = flat[cells]
 
