@@ -488,7 +488,7 @@ def _ahead(names: np.ndarray, real: np.ndarray, first: np.ndarray, second: np.nd
     """For each pair of tied members, whether `first` ranks above `second` (a greater doc id, or
     a real document against padding; padding keeps its order)."""
     real_first, real_second = real[first], real[second]
-    ahead = real_first & ~real_second
+    ahead: np.ndarray = real_first & ~real_second
     both = real_first & real_second
     ahead[both] = np.greater(names[first[both]], names[second[both]]).astype(bool)
     ahead |= ~real_first & ~real_second & (first < second)
@@ -653,7 +653,8 @@ class _Block:
         return self.width if k is None else min(k, self.width)
 
     def _hits_at(self, k: int | None) -> np.ndarray:
-        return np.count_nonzero(self.relevant[:, : self._columns(k)], axis=1)
+        hits: np.ndarray = np.count_nonzero(self.relevant[:, : self._columns(k)], axis=1)
+        return hits
 
     def _dcg_at(self, gains: np.ndarray, k: int | None) -> np.ndarray:
         """Sum of gain / log2(rank + 1) over the top k, added in rank order."""
