@@ -6,15 +6,24 @@ more rows time pytrec_eval and ranx with their input objects built beforehand. T
 few repeats is reported. ranx compiles its kernels with numba on first use, so it
 is called once untimed and then timed warm.
 
-    python benchmarks/bench_metrics.py [--topics 10000] [--docs 100] [--repeats 3]
+    python benchmarks/bench_metrics.py [--topics 10000] [--docs 100] [--repeats 3] [--no-ranx]
+    git archive 09ca843 ragqual | tar -x -C /tmp/before     # an older ragqual, side by side:
+    python benchmarks/bench_metrics.py --before /tmp/before
+
+Each row carries the load average (1 min) when its last repeat finished; the machine may be
+shared, so compare ratios measured side by side rather than seconds from different runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +57,7 @@ class Timing:
     wall: float = float("inf")
     cpu: float = float("inf")
     means: dict[str, float] = field(default_factory=dict)
+    load: float = 0.0
 
 
 def best_of(repeats: int, contenders: dict[str, Callable[[], dict[str, float]]]) -> dict[str, Timing]:
@@ -62,12 +72,29 @@ def best_of(repeats: int, contenders: dict[str, Callable[[], dict[str, float]]])
             best.wall = min(best.wall, time.perf_counter() - wall)
             best.cpu = min(best.cpu, time.process_time() - cpu)
             best.means = means
+            best.load = os.getloadavg()[0]
     return timings
 
 
 def run_ragqual(qrels: dict, run: dict) -> dict[str, float]:
     means = mean_scores(evaluate(qrels, run, RAGQUAL_MEASURES))
     return dict(zip(RANX_MEASURES, (means[m] for m in RAGQUAL_MEASURES)))
+
+
+def older_ragqual(checkout: Path) -> Callable[[dict, dict], dict[str, float]]:
+    """`run_ragqual` with the metrics module of an older checkout (its own file, loaded apart)."""
+    spec = importlib.util.spec_from_file_location("ragqual_before_metrics", checkout / "ragqual/core/metrics.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no ragqual/core/metrics.py under {checkout}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+
+    def run(qrels: dict, run: dict) -> dict[str, float]:
+        means = module.mean_scores(module.evaluate(qrels, run, RAGQUAL_MEASURES))
+        return dict(zip(RANX_MEASURES, (means[m] for m in RAGQUAL_MEASURES)))
+
+    return run
 
 
 def pytrec_means(per_query: dict) -> dict[str, float]:
@@ -90,17 +117,19 @@ def run_ranx(qrels: dict, run: dict) -> dict[str, float]:
     return ranx_evaluate(Qrels(qrels), Run(run), RANX_MEASURES, make_comparable=True)
 
 
-def scoring_only(qrels: dict, run: dict) -> dict[str, Callable[[], dict[str, float]]]:
-    """The two libraries with their input objects built beforehand (untimed)."""
+def scoring_only(qrels: dict, run: dict, ranx: bool) -> dict[str, Callable[[], dict[str, float]]]:
+    """The libraries with their input objects built beforehand (untimed)."""
     import pytrec_eval
-    from ranx import Qrels, Run, evaluate as ranx_evaluate
 
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, PYTREC_MEASURES)
-    ranx_qrels, ranx_run = Qrels(qrels), Run(run)
-    return {
-        "pytrec_eval, evaluator prebuilt": lambda: pytrec_means(evaluator.evaluate(run)),
-        "ranx (warm), Qrels/Run prebuilt": lambda: ranx_evaluate(ranx_qrels, ranx_run, RANX_MEASURES),
-    }
+    contenders: dict[str, Callable[[], dict[str, float]]] = {
+        "pytrec_eval, evaluator prebuilt": lambda: pytrec_means(evaluator.evaluate(run))}
+    if ranx:
+        from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+        ranx_qrels, ranx_run = Qrels(qrels), Run(run)
+        contenders["ranx (warm), Qrels/Run prebuilt"] = lambda: ranx_evaluate(ranx_qrels, ranx_run, RANX_MEASURES)
+    return contenders
 
 
 def main() -> None:
@@ -109,32 +138,49 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--no-ranx", dest="ranx", action="store_false", help="leave ranx out (it compiles for a minute)")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="an older checkout of ragqual whose metrics run side by side")
     args = parser.parse_args()
 
     qrels, run = build_data(args.topics, args.docs, args.seed)
-    run_ranx(qrels, run)  # numba compiles here; the timed calls below are warm
-    contenders = {
-        "ragqual": lambda: run_ragqual(qrels, run),
-        "pytrec_eval": lambda: run_pytrec_eval(qrels, run),
-        "ranx (warm)": lambda: run_ranx(qrels, run),
-        **scoring_only(qrels, run),
-    }
+    contenders: dict[str, Callable[[], dict[str, float]]] = {"ragqual": lambda: run_ragqual(qrels, run)}
+    if args.before is not None:
+        before = older_ragqual(args.before)
+        contenders["ragqual, before"] = lambda: before(qrels, run)
+    contenders["pytrec_eval"] = lambda: run_pytrec_eval(qrels, run)
+    if args.ranx:
+        run_ranx(qrels, run)  # numba compiles here; the timed calls below are warm
+        contenders["ranx (warm)"] = lambda: run_ranx(qrels, run)
+    contenders.update(scoring_only(qrels, run, args.ranx))
     print_table(best_of(args.repeats, contenders), args)
+
+
+GOAL = 0.5
+"""ragqual's time over pytrec_eval's (building its evaluator from the dicts and evaluating)."""
 
 
 def print_table(timings: dict[str, Timing], args: argparse.Namespace) -> None:
     ours = timings["ragqual"]
     print(f"{args.topics:,} topics x {args.docs} docs; map, ndcg@10, mrr, recall@10; "
-          f"best of {args.repeats}\n")
+          f"best of {args.repeats}; {os.cpu_count()} CPUs\n")
     print("Each row starts from plain dicts unless it says prebuilt; ragqual has no separate step.")
     print("ranx breaks score ties its own way, so its values can differ slightly from trec_eval's.")
-    print("Ratios are ragqual's time over the library's: below 1 means ragqual is faster.\n")
-    print("| library | wall s | CPU s | ratio (wall) | ratio (CPU) | map | ndcg@10 | mrr | recall@10 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("Ratios are ragqual's time over the row's: below 1 means ragqual is faster. The last")
+    print("columns put each ragqual row over pytrec_eval (build + evaluate), the goal's measure.\n")
+    reference = timings["pytrec_eval"]
+    print("| library | wall s | CPU s | ragqual / row (wall) | ragqual / row (CPU) | row / pytrec_eval (wall) "
+          "| row / pytrec_eval (CPU) | load | map | ndcg@10 | mrr | recall@10 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, t in timings.items():
         values = " | ".join(f"{t.means[m]:.4f}" for m in RANX_MEASURES)
+        versus = (f"{t.wall / reference.wall:.2f} | {t.cpu / reference.cpu:.2f}" if name.startswith("ragqual")
+                  else " | ")
         print(f"| {name} | {t.wall:.3f} | {t.cpu:.3f} | {ours.wall / t.wall:.2f} | {ours.cpu / t.cpu:.2f} "
-              f"| {values} |")
+              f"| {versus} | {t.load:.2f} | {values} |")
+    ratio = ours.wall / reference.wall
+    print(f"\nragqual / pytrec_eval (build + evaluate): {ratio:.2f} wall, {ours.cpu / reference.cpu:.2f} CPU "
+          f"(goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from ragqual.app.corpus import (
     preload,
     show_progress,
 )
-from ragqual.app.history_reads import history_head
 from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.core.hashing import canonical_json, sha256_hex
@@ -254,6 +253,8 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
         if options.distractors is not None:
             outcome = with_distractors_side_by_side(app, corpus, goldens, configs, outcome, options.distractors, label)
     if options.write_report:
+        from ragqual.app.history_reads import history_head  # its gates and summaries pull in pandas
+
         published = {**outcome.report, "run": {**outcome.report["run"], **history_head(app.history())}}
         outcome.files.extend(write_report(published, app.settings.results_dir / "reports",
                                           f"retrieval-run{outcome.run_id}"))

@@ -14,6 +14,7 @@ applies them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
@@ -31,18 +32,31 @@ from ragqual.core.answer_patterns import (
 )
 from ragqual.core.numbers import Date, Figure, Number, read_figures, read_numbers
 
+
 def _compile_all(patterns: Iterable[str]) -> tuple[regex.Pattern[str], ...]:
     return tuple(regex.compile(p, regex.IGNORECASE) for p in patterns)
 
 
-_REFUSALS = _compile_all(REFUSAL_PATTERNS)
-_HEDGES = _compile_all(HEDGE_PATTERNS)
-_ASIDES = _compile_all(ASIDE_PATTERNS)
-_LEAKS = _compile_all(LEAKAGE_PATTERNS)
-_THINK = regex.compile(THINK_TAG_PATTERN, regex.IGNORECASE)
-_BREAK = regex.compile(CLAUSE_BREAK, regex.IGNORECASE)
-_LEAD = regex.compile(CLAUSE_LEAD, regex.IGNORECASE)
-_HAS_WORD = regex.compile(r"[\p{L}\p{N}]")
+# Compiled on first use, not at import: `regex` parses ~60 patterns in Python, which a command
+# that imports this module only to describe cases (the retrieval tier) never needs.
+_PATTERN_SETS = {"refusal": REFUSAL_PATTERNS, "hedge": HEDGE_PATTERNS, "aside": ASIDE_PATTERNS,
+                 "leak": LEAKAGE_PATTERNS}
+
+
+@functools.cache
+def _patterns(kind: str) -> tuple[regex.Pattern[str], ...]:
+    return _compile_all(_PATTERN_SETS[kind])
+
+
+@functools.cache
+def _pattern(source: str, flags: int = regex.IGNORECASE) -> regex.Pattern[str]:
+    return regex.compile(source, flags)
+
+
+def _has_word(text: str) -> bool:
+    return _pattern(r"[\p{L}\p{N}]", 0).search(text) is not None
+
+
 _EDGES = " \t\"'\u201c\u201d()[]*_,"
 
 
@@ -58,20 +72,20 @@ def _any_match(patterns: Iterable[regex.Pattern[str]], text: str) -> bool:
 def clauses(answer: str) -> list[str]:
     """The answer cut at `CLAUSE_BREAK`, each clause without its opening conjunction and quotes."""
     out = []
-    for piece in _BREAK.split(_fold(answer)):
-        clause = _LEAD.sub("", piece.strip(_EDGES)).strip(_EDGES)
-        if _HAS_WORD.search(clause):
+    for piece in _pattern(CLAUSE_BREAK).split(_fold(answer)):
+        clause = _pattern(CLAUSE_LEAD).sub("", piece.strip(_EDGES)).strip(_EDGES)
+        if _has_word(clause):
             out.append(clause)
     return out
 
 
 def clause_kind(clause: str) -> str:
     """"refusal", "hedge", "aside" or "content" (module `answer_patterns`)."""
-    if any(p.search(clause) for p in _REFUSALS):
+    if any(p.search(clause) for p in _patterns("refusal")):
         return "refusal"
-    if any(p.search(clause) for p in _HEDGES):
+    if any(p.search(clause) for p in _patterns("hedge")):
         return "hedge"
-    if any(p.search(clause) for p in _ASIDES):
+    if any(p.search(clause) for p in _patterns("aside")):
         return "aside"
     return "content"
 
@@ -107,7 +121,7 @@ def is_refusal(answer: str) -> bool:
 @lru_cache(maxsize=_MEMO)
 def is_hedge(answer: str) -> bool:
     """The answer qualifies itself with uncertainty ("I'm not sure, but ...")."""
-    return _any_match(_HEDGES, answer)
+    return _any_match(_patterns("hedge"), answer)
 
 
 def refusal_correct(answer: str, expect_refusal: bool) -> bool:
@@ -123,12 +137,12 @@ def refusal_correct(answer: str, expect_refusal: bool) -> bool:
 @lru_cache(maxsize=_MEMO)
 def leaks_retrieval(answer: str) -> bool:
     """The answer narrates retrieval ("based on the provided context", "Context 1")."""
-    return _any_match(_LEAKS, answer)
+    return _any_match(_patterns("leak"), answer)
 
 
 def has_think_tags(answer: str) -> bool:
     """Reasoning markup (<think>, </reasoning>, <|thinking|>, [THINK] ...) reached the answer."""
-    return _THINK.search(answer) is not None
+    return _pattern(THINK_TAG_PATTERN).search(answer) is not None
 
 
 GROUNDEDNESS_MIN_EXCLUSIVE = 10.0

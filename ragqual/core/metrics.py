@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter, methodcaller
 
 import numpy as np
 
@@ -322,7 +322,7 @@ def evaluate(
     columns = _batch_columns(qrels, run, qids, specs, relevance_level, max_docs)
     names = [m.name for m in specs]
     rows = zip(*(columns[name].tolist() for name in names))
-    return {qid: dict(zip(names, row)) for qid, row in zip(qids, rows)}
+    return dict(zip(qids, map(dict, map(zip, repeat(names), rows))))
 
 
 def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
@@ -331,18 +331,26 @@ def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     Sums run in query byte order, as trec_eval's do, so the last digit matches too.
     """
     qids = sorted(results)
-    names = list(dict.fromkeys(chain.from_iterable(results[q] for q in qids)))
+    rows = [results[q] for q in qids]
+    names = list(dict.fromkeys(chain.from_iterable(rows)))
     means: dict[str, float] = {}
     for name in names:
         total = 0.0
-        for qid in qids:
-            total += results[qid].get(name, 0.0)
+        for value in map(methodcaller("get", name, 0.0), rows):
+            total += value
         means[name] = total if name.startswith("num_") else (total / len(qids) if qids else 0.0)
     return means
 
 
 # ---------------------------------------------------------------------------------------
 # The batch path
+#
+# Where the time goes (10,000 queries x 100 documents, docs/performance.md): about half in
+# reading the scores and labels out of the dicts (one C-level pass each; the label look-ups
+# dominate), then per padded block of queries one row-wise sort of the scores, the repair of
+# the runs of tied scores whose labels differ (doc ids compared pairwise), and a few array
+# operations per measure. Sorting each row on its own is several times faster than one sort of
+# every document keyed by (query, score).
 
 
 _CELL_BUDGET = 1 << 21
@@ -362,96 +370,181 @@ class _Flat:
     starts: np.ndarray
     sizes: np.ndarray
 
-    def padded(self, rows: np.ndarray, width: int, fill: int) -> np.ndarray:
+    def padded(self, rows: np.ndarray, width: int, fill: float) -> np.ndarray:
+        """Rows `rows` as a (len(rows), width) matrix, each slice left-aligned, `fill` after it."""
+        sizes = self.sizes[rows]
+        if _consecutive(rows) and bool((sizes == width).all()):
+            start = int(self.starts[rows[0]])
+            return self.values[start : start + len(rows) * width].reshape(len(rows), width)
         cols = np.arange(width)
-        mask = cols[None, :] < self.sizes[rows, None]
+        mask = cols[None, :] < sizes[:, None]
         out = np.full((len(rows), width), fill, dtype=self.values.dtype)
         out[mask] = self.values[(self.starts[rows, None] + cols[None, :])[mask]]
         return out
 
 
-def _starts(sizes: np.ndarray) -> np.ndarray:
-    starts: np.ndarray = np.cumsum(sizes) - sizes
-    return starts
+def _consecutive(rows: np.ndarray) -> bool:
+    return len(rows) > 0 and int(rows[-1]) - int(rows[0]) + 1 == len(rows) and bool((np.diff(rows) == 1).all())
 
 
-def _ranked_labels(qrels: Qrels, run: Run, qids: list[str], max_docs: int | None) -> _Flat:
-    """Labels of every query's documents in trec_eval rank order, cut at max_docs."""
-    empty: Mapping[str, float] = {}
-    per_query = [run.get(q, empty) for q in qids]
-    sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
-    total = int(sizes.sum())
-    scores = np.fromiter(chain.from_iterable(d.values() for d in per_query), np.float64, total)
-    if np.isnan(scores).any():
-        raise InputError("a score is NaN; NaN cannot be ranked")
-    labels = np.fromiter(
-        chain.from_iterable(
-            map(qrels[q].get, d, repeat(NOT_JUDGED)) for q, d in zip(qids, per_query)
-        ),
-        np.int64,
-        total,
-    )
-    key = _query_then_score_key(np.repeat(np.arange(len(qids)), sizes), scores)
-    order = np.argsort(key, kind="stable")
-    _break_ties(order, key[order], per_query)
-    kept = sizes if max_docs is None else np.minimum(sizes, max_docs)
-    return _Flat(labels[order], _starts(sizes), kept)
-
-
-def _query_then_score_key(query_of: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """One int64 per document ordering by query, then score descending; equal scores of
-    one query get equal keys. (One integer sort is much faster than a two-key lexsort.)"""
-    by_score = np.argsort(-scores)
-    descending = scores[by_score]
-    dense = np.empty(len(scores), dtype=np.int64)
-    dense[by_score] = np.cumsum(np.concatenate(([0], descending[1:] != descending[:-1])))
-    return query_of * (int(dense.max(initial=0)) + 1) + dense
-
-
-def _pick(items: list[str], indices: np.ndarray) -> list[str]:
-    if len(indices) == 1:
-        return [items[int(indices[0])]]
-    return list(itemgetter(*indices.tolist())(items))
-
-
-def _break_ties(order: np.ndarray, ranked_keys: np.ndarray, per_query: list[Mapping[str, float]]) -> None:
-    """Within each run of equal keys put doc ids in descending order (in place)."""
-    tied = ranked_keys[1:] == ranked_keys[:-1]
-    if not tied.any():
-        return
-    in_group = np.zeros(len(order), dtype=bool)
-    in_group[1:] |= tied
-    in_group[:-1] |= tied
-    positions = np.flatnonzero(in_group)
-    members = order[positions]
-    names = _pick(list(chain.from_iterable(per_query)), members)
-    rank_of = {name: i for i, name in enumerate(sorted(set(names)))}
-    name_rank = np.fromiter(map(rank_of.__getitem__, names), np.int64, len(names))
-    order[positions] = members[np.lexsort((-name_rank, ranked_keys[positions]))]
+def _flat(values: np.ndarray, sizes: np.ndarray) -> _Flat:
+    return _Flat(values, np.cumsum(sizes) - sizes, sizes)
 
 
 @dataclass
-class _Judged:
-    """What each query's judgements contribute: R, judged non-relevant, ideal gains."""
+class _Inputs:
+    """Every evaluated query's run and judgements as flat arrays (run order, qrels order)."""
 
-    relevant: np.ndarray
-    nonrelevant: np.ndarray
-    ideal: _Flat
+    neg_scores: _Flat
+    labels: _Flat
+    judged: _Flat
+    per_query: list[Mapping[str, float]]
+
+    @cached_property
+    def doc_ids(self) -> list[str]:
+        """Doc ids in the order of `neg_scores.values`; built only when scores tie."""
+        return list(chain.from_iterable(self.per_query))
 
 
-def _judged(qrels: Qrels, qids: list[str], level: int) -> _Judged:
-    per_query = [qrels[q] for q in qids]
+def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
+    empty: Mapping[str, float] = {}
+    per_query = [run.get(q, empty) for q in qids]
+    judgements = [qrels[q] for q in qids]
     sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
-    labels = np.fromiter(chain.from_iterable(j.values() for j in per_query), np.int64, int(sizes.sum()))
-    query_of = np.repeat(np.arange(len(qids)), sizes)
-    n = len(qids)
-    relevant = np.bincount(query_of[labels >= level], minlength=n)
-    nonrelevant = np.bincount(query_of[(labels >= 0) & (labels < level)], minlength=n)
-    positive = labels > 0
-    gains, gain_query = labels[positive], query_of[positive]
-    order = np.argsort(_query_then_score_key(gain_query, gains.astype(np.float64)), kind="stable")
-    gain_sizes = np.bincount(gain_query, minlength=n)
-    return _Judged(relevant, nonrelevant, _Flat(gains[order], _starts(gain_sizes), gain_sizes))
+    total = int(sizes.sum())
+    scores = np.fromiter(chain.from_iterable([d.values() for d in per_query]), np.float64, total)
+    if np.isnan(scores).any():
+        raise InputError("a score is NaN; NaN cannot be ranked")
+    not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
+    lookups = map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged))
+    labels = np.fromiter(chain.from_iterable(lookups), np.int64, total)
+    judged_sizes = np.fromiter(map(len, judgements), np.int64, len(qids))
+    judged = np.fromiter(chain.from_iterable([j.values() for j in judgements]), np.int64, int(judged_sizes.sum()))
+    return _Inputs(_flat(-scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
+
+
+def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below: int | None) -> np.ndarray:
+    """Each row's labels in trec_eval rank order, NOT_JUDGED padding after them.
+
+    With `unjudged_below`, labels below it that carry no gain (<= 0) read as NOT_JUDGED: for
+    every measure but bpref a judged non-relevant document and an unjudged one are alike, and
+    fewer distinct labels leave fewer tied runs to put in doc id order.
+    """
+    neg = inputs.neg_scores.padded(rows, width, math.inf)
+    order = np.argsort(neg, axis=1)
+    labels = np.take_along_axis(inputs.labels.padded(rows, width, NOT_JUDGED), order, axis=1)
+    if unjudged_below is not None:
+        labels[(labels < unjudged_below) & (labels <= 0)] = NOT_JUDGED
+    _break_ties(labels, order, np.take_along_axis(neg, order, axis=1), inputs, rows)
+    return labels
+
+
+def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, inputs: _Inputs, rows: np.ndarray) -> None:
+    """Within each run of equal scores put the documents in descending doc id order (in place).
+
+    Only runs that mix labels need it: swapping documents with the same label changes no
+    measure. Padding cells (+inf after negation) go after any real document scored -inf.
+    """
+    tied = ranked[:, 1:] == ranked[:, :-1]
+    if not tied.any():
+        return
+    cells, sizes = _mixed_tie_groups(tied, labels)
+    if not len(cells):
+        return
+    row = cells // labels.shape[1]
+    members = order.reshape(-1)[cells]
+    real = members < inputs.neg_scores.sizes[rows][row]
+    names = np.empty(len(cells), dtype=object)
+    picked = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
+    names[real] = np.array(picked, dtype=object)  # the str objects themselves, never numpy's '<U'
+    flat = labels.reshape(-1)
+    flat[cells[_places(names, real, sizes)]] = flat[cells]
+
+
+def _places(names: np.ndarray, real: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Where each member of a run of ties goes (index into the runs' cells): after every member of
+    its run with a greater doc id; padding after every document. Pairs, the usual run, are
+    swapped or not by one comparison each; longer runs are placed together."""
+    starts = np.cumsum(sizes) - sizes
+    place = np.arange(len(names))
+    pair = starts[sizes == 2]
+    if len(pair):
+        swap = _ahead(names, real, pair + 1, pair)
+        place[pair] += swap
+        place[pair + 1] -= swap
+    longer = np.repeat(sizes != 2, sizes)
+    if longer.any():
+        members = np.flatnonzero(longer)
+        run_sizes = sizes[sizes != 2]
+        if int((run_sizes * run_sizes).sum()) <= 8 * len(members) + 4096:
+            within = _places_by_pairs(names[members], real[members], run_sizes)
+        else:
+            within = _places_by_sorting(names[members], real[members], run_sizes)
+        place[members] = members[within]
+    return place
+
+
+def _ahead(names: np.ndarray, real: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """For each pair of tied members, whether `first` ranks above `second` (a greater doc id, or
+    a real document against padding; padding keeps its order)."""
+    real_first, real_second = real[first], real[second]
+    ahead: np.ndarray = real_first & ~real_second
+    both = real_first & real_second
+    ahead[both] = np.greater(names[first[both]], names[second[both]]).astype(bool)
+    ahead |= ~real_first & ~real_second & (first < second)
+    return ahead
+
+
+def _places_by_pairs(names: np.ndarray, real: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Where each member of a run of ties goes (index into the runs' cells): after every member of
+    its run with a greater doc id; padding after every document. For short runs, all pairs."""
+    start = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    size = np.repeat(sizes, sizes)
+    first = np.repeat(np.arange(len(names)), size)
+    offset = np.arange(len(first)) - np.repeat(np.cumsum(size) - size, size)
+    second = start[first] + offset
+    ahead = _ahead(names, real, second, first)
+    place: np.ndarray = start + np.bincount(first, weights=ahead, minlength=len(names)).astype(np.int64)
+    return place
+
+
+def _places_by_sorting(names: np.ndarray, real: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """As `_places_by_pairs`, through one ranking of every distinct doc id (for long runs)."""
+    distinct = sorted(set(names[real].tolist()))
+    rank_of = {name: i for i, name in enumerate(distinct, start=1)}
+    name_rank = np.zeros(len(names), dtype=np.int64)
+    name_rank[real] = np.fromiter(map(rank_of.__getitem__, names[real].tolist()), np.int64, int(real.sum()))
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    order = np.argsort(group * (len(rank_of) + 1) - name_rank, kind="stable")
+    place = np.empty(len(names), dtype=np.int64)
+    place[order] = np.arange(len(names))
+    return place
+
+
+def _mixed_tie_groups(tied: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Flat cells of the runs of tied scores whose labels differ, run after run, and the runs' sizes."""
+    width = labels.shape[1]
+    in_group = np.zeros(labels.shape, dtype=bool)
+    in_group[:, 1:] = tied
+    in_group[:, :-1] |= tied
+    cells = np.flatnonzero(in_group)
+    row, col = np.divmod(cells, width)
+    continues = np.zeros(len(cells), dtype=bool)
+    has_previous = col > 0
+    continues[has_previous] = tied.reshape(-1)[(cells - row - 1)[has_previous]]
+    first = np.flatnonzero(~continues)
+    values = labels.reshape(-1)[cells]
+    mixed = np.minimum.reduceat(values, first) != np.maximum.reduceat(values, first)
+    sizes = np.diff(np.append(first, len(cells)))
+    return cells[np.repeat(mixed, sizes)], sizes[mixed]
+
+
+def _pick(items: list[str], indices: np.ndarray) -> list[str]:
+    if len(indices) == 0:
+        return []
+    if len(indices) == 1:
+        return [items[int(indices[0])]]
+    return list(itemgetter(*indices.tolist())(items))
 
 
 def _blocks(widths: np.ndarray) -> Iterator[np.ndarray]:
@@ -476,14 +569,13 @@ def _batch_columns(
     level: int,
     max_docs: int | None,
 ) -> dict[str, np.ndarray]:
-    ranked = _ranked_labels(qrels, run, qids, max_docs)
-    judged = _judged(qrels, qids, level)
     columns = {m.name: np.zeros(len(qids)) for m in specs}
     if not qids:
         return columns
-    widths = np.maximum(np.maximum(ranked.sizes, judged.ideal.sizes), 1)
+    inputs = _inputs(qrels, run, qids)
+    widths = np.maximum(np.maximum(inputs.labels.sizes, inputs.judged.sizes), 1)
     for rows in _blocks(widths):
-        block = _Block(ranked, judged, rows, int(widths[rows].max()), level)
+        block = _Block(inputs, rows, level, max_docs, judged_matters=any(m.family == "bpref" for m in specs))
         for m in specs:
             columns[m.name][rows] = block.measure(m)
     return columns
@@ -495,19 +587,35 @@ def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return quotient
 
 
+def _fit(matrix: np.ndarray, width: int, fill: int) -> np.ndarray:
+    """The matrix cut or padded on the right to `width` columns."""
+    if matrix.shape[1] >= width:
+        return matrix[:, :width]
+    out = np.full((matrix.shape[0], width), fill, dtype=matrix.dtype)
+    out[:, : matrix.shape[1]] = matrix
+    return out
+
+
 class _Block:
     """A group of queries as padded matrices: row = query, column = rank - 1."""
 
-    def __init__(self, ranked: _Flat, judged: _Judged, rows: np.ndarray, width: int, level: int):
-        self.labels = ranked.padded(rows, width, NOT_JUDGED)
-        self.ideal_gains = judged.ideal.padded(rows, width, 0)
-        self.num_ret = ranked.sizes[rows]
-        self.num_rel = judged.relevant[rows]
-        self.num_nonrel = judged.nonrelevant[rows]
+    def __init__(self, inputs: _Inputs, rows: np.ndarray, level: int, max_docs: int | None, *,
+                 judged_matters: bool = True):
+        run_width = max(int(inputs.labels.sizes[rows].max()), 1)
+        judged = inputs.judged.padded(rows, max(int(inputs.judged.sizes[rows].max()), 1), NOT_JUDGED)
+        self.num_rel = np.count_nonzero(judged >= level, axis=1)
+        self.num_nonrel = np.count_nonzero((judged >= 0) & (judged < level), axis=1)
+        positive = np.count_nonzero(judged > 0, axis=1)
+        self.width = max(run_width, int(positive.max()))
+        labels = _ranked_labels(inputs, rows, run_width, None if judged_matters else level)
+        if max_docs is not None:
+            labels[:, max_docs:] = NOT_JUDGED
+        self.labels = _fit(labels, self.width, NOT_JUDGED)
+        self.ideal_gains = _fit(np.maximum(np.sort(judged, axis=1)[:, ::-1], 0), self.width, 0)
+        sizes = inputs.labels.sizes[rows]
+        self.num_ret = sizes if max_docs is None else np.minimum(sizes, max_docs)
         self.level = level
-        self.width = width
-        self.ranks = np.arange(1, width + 1)
-        self.log2_ranks = _log2_ranks(width)
+        self.log2_ranks = _log2_ranks(self.width)
 
     def measure(self, m: Measure) -> np.ndarray:
         family: Callable[[int | None], np.ndarray] = getattr(self, "_" + m.family)
@@ -524,42 +632,59 @@ class _Block:
 
     @cached_property
     def precision_sums(self) -> np.ndarray:
-        return np.cumsum(np.where(self.relevant, self.hits / self.ranks, 0.0), axis=1)
+        ranks = np.arange(1, self.width + 1)
+        return np.cumsum(np.where(self.relevant, self.hits / ranks, 0.0), axis=1)
 
-    @cached_property
-    def dcg(self) -> np.ndarray:
-        return np.cumsum(np.where(self.labels > 0, self.labels / self.log2_ranks, 0.0), axis=1)
+    def _precision_total(self) -> np.ndarray:
+        """Each row's sum of precision at its relevant ranks, added in rank order: the
+        relevant cells alone, packed to the left (adding the zeros between them changes no bit)."""
+        cells = np.flatnonzero(self.relevant)
+        row, col = np.divmod(cells, self.width)
+        per_row = np.bincount(row, minlength=len(self.num_rel))
+        first = np.cumsum(per_row) - per_row
+        hits = np.arange(len(cells)) - first[row]
+        packed = np.zeros((len(per_row), max(int(per_row.max(initial=0)), 1)))
+        packed[row, hits] = (hits + 1) / (col + 1)
+        total: np.ndarray = np.cumsum(packed, axis=1)[:, -1]
+        return total
 
-    @cached_property
-    def ideal_dcg(self) -> np.ndarray:
-        return np.cumsum(self.ideal_gains / self.log2_ranks, axis=1)
+    def _columns(self, k: int | None) -> int:
+        """How many leading columns a measure cut at rank k reads."""
+        return self.width if k is None else min(k, self.width)
 
-    def _at(self, matrix: np.ndarray, k: int | None) -> np.ndarray:
-        """Column for rank k (the last column when k is None or beyond the width)."""
-        column = self.width if k is None else min(k, self.width)
-        return matrix[:, column - 1]
+    def _hits_at(self, k: int | None) -> np.ndarray:
+        hits: np.ndarray = np.count_nonzero(self.relevant[:, : self._columns(k)], axis=1)
+        return hits
+
+    def _dcg_at(self, gains: np.ndarray, k: int | None) -> np.ndarray:
+        """Sum of gain / log2(rank + 1) over the top k, added in rank order."""
+        cols = self._columns(k)
+        top = gains[:, :cols]
+        discounted = np.where(top > 0, top / self.log2_ranks[:cols], 0.0)
+        total: np.ndarray = np.cumsum(discounted, axis=1)[:, -1]
+        return total
 
     # measures ---------------------------------------------------------------------------
     def _P(self, k: int) -> np.ndarray:
-        return self._at(self.hits, k) / k
+        return self._hits_at(k) / k
 
     def _recall(self, k: int) -> np.ndarray:
-        return _safe_divide(self._at(self.hits, k), self.num_rel)
+        return _safe_divide(self._hits_at(k), self.num_rel)
 
     def _success(self, k: int) -> np.ndarray:
-        return (self._at(self.hits, k) > 0).astype(np.float64)
+        return (self._hits_at(k) > 0).astype(np.float64)
 
     def _map(self, k: None) -> np.ndarray:
-        return _safe_divide(self._at(self.precision_sums, None), self.num_rel)
+        return _safe_divide(self._precision_total(), self.num_rel)
 
     def _map_cut(self, k: int) -> np.ndarray:
-        return _safe_divide(self._at(self.precision_sums, k), self.num_rel)
+        return _safe_divide(self.precision_sums[:, self._columns(k) - 1], self.num_rel)
 
     def _ndcg(self, k: None) -> np.ndarray:
-        return _safe_divide(self._at(self.dcg, None), self._at(self.ideal_dcg, None))
+        return _safe_divide(self._dcg_at(self.labels, None), self._dcg_at(self.ideal_gains, None))
 
     def _ndcg_cut(self, k: int) -> np.ndarray:
-        return _safe_divide(self._at(self.dcg, k), self._at(self.ideal_dcg, k))
+        return _safe_divide(self._dcg_at(self.labels, k), self._dcg_at(self.ideal_gains, k))
 
     def _recip_rank(self, k: None) -> np.ndarray:
         first = np.argmax(self.relevant, axis=1)
@@ -590,4 +715,4 @@ class _Block:
         return np.asarray(self.num_rel, dtype=np.float64)
 
     def _num_rel_ret(self, k: None) -> np.ndarray:
-        return self._at(self.hits, None).astype(np.float64)
+        return self._hits_at(None).astype(np.float64)
