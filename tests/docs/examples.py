@@ -11,8 +11,8 @@ The convention (docs/about.md says it to writers):
   text (timings, paths, digests); everything else, numbers included, must match.
 
 Each page's examples run in order in one project (`make_bundled_project`: the bundled corpus,
-goldens and glossary, the mock model, embedded Qdrant, a history in the project's own temporary
-`eval-results/`), through `bash -c` in the project folder, so `$ ragqual ...` is the installed
+goldens and glossary, the mock model, embedded Qdrant, and the history database in the
+project's own temporary `eval-results/`; `RAGQUAL_DB` is unset), through `bash -c` in the project folder, so `$ ragqual ...` is the installed
 command. `python -m tests.docs.examples PAGE...` prints each block's real output next to the
 page's, to write a new example from a real run.
 """
@@ -109,8 +109,7 @@ def run(command: str, project: Path, env: dict[str, str], timeout: float = 900) 
 def environment(project: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("RAGQUAL_DB", "QDRANT_URL", "QDRANT_API_KEY", "OLLAMA_HOST", "OPENAI_API_KEY")}
-    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-               RAGQUAL_DB=str(project / "eval-results" / "eval.db"), RAGQUAL_CACHE_DIR=str(cache),
+    env.update(PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}", RAGQUAL_CACHE_DIR=str(cache),
                RAGQUAL_QDRANT_WAIT="30", PYTHONUNBUFFERED="1", COLUMNS="200", NO_COLOR="1", TZ="UTC")
     return env
 
