@@ -59,7 +59,9 @@ def test_every_old_readme_section_is_in_the_map():
 
 @pytest.mark.parametrize("heading", OLD_HEADINGS.read_text(encoding="utf-8").splitlines())
 def test_the_mapped_page_holds_the_section(heading):
-    page_name, anchor = readme_map()[heading]
+    mapped = readme_map().get(heading)
+    assert mapped, f"docs/readme-map.md has no row for {heading!r}"
+    page_name, anchor = mapped
     page = DOCS / page_name
     assert page.is_file(), f"{heading!r} is mapped to {page_name}, which does not exist"
     on_page = headings(page)
