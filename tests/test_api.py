@@ -1,4 +1,4 @@
-"""The Python API (`ragqual.open_history`): the CLI's rows as DataFrames, and the README example."""
+"""The Python API (`ragqual.open_history`): the CLI's rows as DataFrames, and the example of docs/how-to/sql-and-pandas.md."""
 
 from __future__ import annotations
 
@@ -116,8 +116,8 @@ def test_unknown_run_and_missing_database_are_clear(history_db, tmp_path):
 
 
 def readme_example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("### From Python", 1)[1]
+    text = (REPO / "docs" / "how-to" / "sql-and-pandas.md").read_text(encoding="utf-8")
+    section = text.split("## From Python", 1)[1]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     return next(block for block in blocks if "open_history" in block)
 
@@ -129,7 +129,7 @@ def test_readme_example_runs_against_a_project_history(history_db, tmp_path, mon
     db.rename(project / "eval-results" / "eval.db")
     monkeypatch.chdir(project)
     namespace: dict = {}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(readme_example(), "docs/how-to/sql-and-pandas.md", "exec"), namespace)  # noqa: S102
     assert namespace["run_id"] == second
     assert isinstance(namespace["trials"], pd.DataFrame) and len(namespace["trials"]) == 2
     assert namespace["by_group"].loc[("m1", "e2e")] == 0.75

@@ -1,16 +1,17 @@
-"""The README names metrics as they are stored and registered (ragqual.core.metric_names)."""
+"""The metrics page names metrics as they are stored and registered (ragqual.core.metric_names)."""
 
 import re
 from pathlib import Path
 
 from ragqual.core.metric_names import Direction, METRICS, is_registered
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "metrics.md"
 
 
 def _section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"## {title}\n")
+    """The page's text from its title to its first `##` section (the hand-written part)."""
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index(f"# {title}\n")
     return text[start:text.index("\n## ", start + 1)]
 
 
@@ -24,6 +25,6 @@ def test_the_generation_metrics_table_names_registered_metrics():
 def test_the_readme_lists_exactly_the_lower_is_better_metrics():
     section = _section("What the metrics mean")
     sentence = re.search(r"Lower is better for ([^(]+)", section)
-    assert sentence, "the README no longer says which metrics are lower-is-better"
+    assert sentence, "docs/reference/metrics.md no longer says which metrics are lower-is-better"
     said = set(re.findall(r"`([^`]+)`", sentence.group(1)))
     assert said == {m.name for m in METRICS if m.direction is Direction.LOWER}

@@ -15,16 +15,21 @@ def shared_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory, shared_cache):
+def make_bundled_project(root: Path) -> Path:
     """A project folder holding a copy of the bundled corpus, goldens and acronym glossary (named in
     its [tool.ragqual], as this repository names it), as a user would have."""
-    root = tmp_path_factory.mktemp("project")
     shutil.copytree(REPO / "corpus", root / "corpus")
     shutil.copytree(REPO / "goldens", root / "goldens")
     shutil.copy(REPO / "glossary.txt", root / "glossary.txt")
     (root / "pyproject.toml").write_text('[tool.ragqual]\nglossary = "glossary.txt"\n', encoding="utf-8")
     (root / "eval-results").mkdir()  # what makes the folder a ragqual project (config.find_project_root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, shared_cache):
+    """The bundled project (`make_bundled_project`), the working directory of the module's tests."""
+    root = make_bundled_project(tmp_path_factory.mktemp("project"))
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):

@@ -12,15 +12,15 @@ from tests.cli.conftest import REPO, invoke
 
 
 def readme_project_example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("### From Python", 1)[1]
+    text = (REPO / "docs" / "how-to" / "sql-and-pandas.md").read_text(encoding="utf-8")
+    section = text.split("## From Python", 1)[1]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
     return next(block for block in blocks if "Project(" in block)
 
 
 def test_readme_project_example_runs(workdir):
     namespace: dict = {}
-    exec(compile(readme_project_example(), "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(readme_project_example(), "docs/how-to/sql-and-pandas.md", "exec"), namespace)  # noqa: S102
     retrieval, wide, narrow = namespace["retrieval"], namespace["wide"], namespace["narrow"]
     assert set(retrieval.summary) == {"dense", "hybrid"}
     assert 0.0 <= namespace["hybrid_recall"] <= 1.0
