@@ -45,6 +45,7 @@ DEFINITIONS: dict[str, tuple[str, ...]] = {
     "corpus_snapshots": ("fingerprint",),
     "pricing_snapshots": ("sha256",),
     "case_aliases": ("subject", "alias"),
+    "texts": ("sha256",),  # trials name their long texts by sha256 (migration 0012): no id to remap
 }
 TRIAL_ROWS = ("assertion_results", "trial_scores", "trial_costs")  # owned through trial_id
 RUN_ROWS = ("metric_values", "retrieval_results", "retrieval_rankings", "labels", "judgements", "judge_audits")

@@ -194,3 +194,25 @@ def test_sqlite_histories_merge_into_a_postgresql_history(histories, capsys):
     finally:
         databases.drop(name)
         databases.admin.dispose()
+
+
+def texts_of(path: Path, run_id: int) -> list[tuple]:
+    with sqlite3.connect(path) as con:
+        return con.execute(
+            "SELECT t.mode, t.repeat_index, v.rendered_prompt, v.context, v.raw_output, v.parsed_output "
+            "FROM v_trial_texts v JOIN trials t ON t.id = v.trial_id WHERE t.run_id = ? "
+            "ORDER BY t.case_pk, t.mode, t.repeat_index", (run_id,)).fetchall()
+
+
+def test_texts_stored_by_hash_come_along_once(histories, tmp_path, capsys):
+    a, b = histories
+    c = tmp_path / "c.db"
+    ok(capsys, "merge", str(a), str(b), "--into", str(c))
+    assert count(a, "SELECT COUNT(*) FROM texts") > 0
+    for source, source_run, merged_run in ((a, 1, 1), (a, 2, 2), (b, 1, 3)):
+        rows = texts_of(c, merged_run)
+        assert rows == texts_of(source, source_run) and all(r[2] is not None for r in rows)
+    # every hash a trial names is held, and a text both sources hold is stored once
+    assert count(c, "SELECT COUNT(*) FROM trials t LEFT JOIN texts x ON x.sha256 = t.context_sha256 "
+                    "WHERE t.context_sha256 IS NOT NULL AND x.id IS NULL") == 0
+    assert count(c, "SELECT COUNT(*) FROM texts") == count(c, "SELECT COUNT(DISTINCT sha256) FROM texts")
