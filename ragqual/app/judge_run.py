@@ -96,8 +96,8 @@ def judge_request(rubric: rubrics.Rubric, trial: StoredTrial, method: str, sampl
     else:
         options["num_predict"] = 16
         fmt = judging.VERDICT_SCHEMA
-    message = rubrics.judge_input(question_of(trial), trial.context or "", answer_of(trial))
-    return ChatRequest(system=rubric.text, messages=(ChatMessage("user", message),), options=options, format=fmt)
+    message = rubrics.judge_input(question_of(trial), trial.context or "", answer_of(trial), rubric.question)
+    return ChatRequest(system=rubric.system, messages=(ChatMessage("user", message),), options=options, format=fmt)
 
 
 def question_of(trial: StoredTrial) -> str:

