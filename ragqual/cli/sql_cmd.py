@@ -44,12 +44,28 @@ def sql_cmd(app: AppContext, query: str, timeout: float, limit: int, max_bytes: 
         if stream.columns is None:
             click.echo("(the statement returned no rows)")
             return
+        columns = unique_columns(stream.columns)
         if limit:
-            emit_frame(pd.DataFrame(list(stream), columns=stream.columns), fmt)
+            emit_frame(pd.DataFrame(list(stream), columns=columns), fmt)
         else:
-            _stream(stream.columns, iter(stream), fmt)
+            _stream(columns, iter(stream), fmt)
         if stream.more:
             click.echo(f"(only the first {limit} rows are shown: --limit N for more, --limit 0 for all)", err=True)
+
+
+def unique_columns(names: Sequence[str]) -> list[str]:
+    """Result column names made distinct, so a JSON row keeps every value: the second `a` is
+    `a:2`, the third `a:3` (SQL allows `SELECT 1 AS a, 2 AS a`; a record cannot hold two `a`)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for name in names:
+        label, n = name, 1
+        while label in seen:
+            n += 1
+            label = f"{name}:{n}"
+        seen.add(label)
+        out.append(label)
+    return out
 
 
 def _stream(columns: Sequence[str], rows: Iterator[tuple[Any, ...]], fmt: str) -> None:
