@@ -5,6 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from ragqual.cli.main import cli
+from ragqual.store import db
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,3 +61,13 @@ def store(head_db):
     opened = RunStore.open(f"sqlite:///{head_db}")
     yield opened
     opened.engine.dispose()
+
+
+@pytest.fixture
+def empty_history(tmp_path) -> Path:
+    """A history database upgraded to head, with no run in it."""
+    path = tmp_path / "eval.db"
+    engine = db.make_engine(f"sqlite:///{path}")
+    db.upgrade(engine)
+    engine.dispose()
+    return path

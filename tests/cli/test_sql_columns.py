@@ -11,18 +11,8 @@ from click.testing import CliRunner
 
 from ragqual.cli.main import cli
 from ragqual.cli.sql_cmd import unique_columns
-from ragqual.store import db
 
 QUERY = "SELECT 1 AS a, 2 AS a, 3 AS b, 4 AS a"
-
-
-@pytest.fixture
-def history(tmp_path) -> Path:
-    path = tmp_path / "eval.db"
-    engine = db.make_engine(f"sqlite:///{path}")
-    db.upgrade(engine)
-    engine.dispose()
-    return path
 
 
 def test_repeated_names_get_their_position_among_equals():
@@ -33,8 +23,8 @@ def test_repeated_names_get_their_position_among_equals():
 
 @pytest.mark.parametrize("limit", ["1000", "0"])  # a frame, and the streamed batches
 @pytest.mark.parametrize("fmt", ["table", "csv", "json", "markdown"])
-def test_a_result_with_repeated_column_names_prints_every_value(history, fmt, limit):
-    result = CliRunner().invoke(cli, ["--db", str(history), "sql", QUERY, "--format", fmt, "--limit", limit])
+def test_a_result_with_repeated_column_names_prints_every_value(empty_history, fmt, limit):
+    result = CliRunner().invoke(cli, ["--db", str(empty_history), "sql", QUERY, "--format", fmt, "--limit", limit])
     assert result.exit_code == 0, result.output
     if fmt == "json":
         assert json.loads(result.stdout) == [{"a": 1, "a:2": 2, "b": 3, "a:3": 4}]

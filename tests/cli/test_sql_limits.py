@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from ragqual.store import db
 from ragqual.store.queries import QueryRefused
 from ragqual.store.sql_console import DEFAULT_MAX_BYTES, QueryStopped, first_keyword, open_query, value_bytes
 
@@ -32,12 +31,8 @@ THOUSAND_MEGABYTES = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 F
 
 
 @pytest.fixture
-def history(tmp_path) -> Path:
-    path = tmp_path / "eval.db"
-    engine = db.make_engine(f"sqlite:///{path}")
-    db.upgrade(engine)
-    engine.dispose()
-    return path
+def history(empty_history) -> Path:
+    return empty_history
 
 
 def sql(history: Path, *args: str, cwd: Path, bounded: bool = False) -> subprocess.CompletedProcess:
