@@ -4,7 +4,6 @@ unnamed aggregates over the same expression) in every format, rather than crashi
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
