@@ -109,20 +109,20 @@ def _main(args, capsys):
 
 
 def _interrupt_after(monkeypatch, stored: int):
-    """Ctrl-C in the trial loop once `stored` trials have been appended."""
+    """Ctrl-C in the trial loop once `stored` trials are finished (the waiting batch is appended as the run stops)."""
     from ragqual.engine import loop
 
-    real = loop._Trials.store_done
+    real = loop._Trials.prepare
     seen = {"n": 0}
 
-    def store_done(self, done):
+    def prepare(self, done):
         if seen["n"] == stored:
             raise KeyboardInterrupt
         seen["n"] += 1
         return real(self, done)
 
-    monkeypatch.setattr(loop._Trials, "store_done", store_done)
-    return lambda: monkeypatch.setattr(loop._Trials, "store_done", real)
+    monkeypatch.setattr(loop._Trials, "prepare", prepare)
+    return lambda: monkeypatch.setattr(loop._Trials, "prepare", real)
 
 
 def _trials(workdir, run_id):

@@ -115,18 +115,20 @@ def test_a_read_only_folder_is_one_line_exit_4(tmp_path, monkeypatch, capsys):
 
 
 def _fault_after(monkeypatch, trials: int, fault) -> None:
-    """Run `fault` once, right after the n-th trial is stored (a file removed under the run)."""
-    real = RunStore.append_trial
+    """Run `fault` once, right after the n-th trial is stored (a file removed under the run); trials
+    are appended one at a time here, so the run has more to write after the fault."""
+    monkeypatch.setenv("RAGQUAL_APPEND_BATCH", "1")
+    real = RunStore.append_trials
     seen = [0]
 
-    def append_trial(self, rec):
-        trial_id = real(self, rec)
-        seen[0] += 1
-        if seen[0] == trials:
+    def append_trials(self, recs):
+        trial_ids = real(self, recs)
+        before, seen[0] = seen[0], seen[0] + len(recs)
+        if before < trials <= seen[0]:
             fault()
-        return trial_id
+        return trial_ids
 
-    monkeypatch.setattr(RunStore, "append_trial", append_trial)
+    monkeypatch.setattr(RunStore, "append_trials", append_trials)
 
 
 def test_a_database_deleted_under_a_run_is_not_a_success(project, monkeypatch, capsys):
