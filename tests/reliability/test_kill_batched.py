@@ -79,15 +79,10 @@ def history_url(request, project) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{project.db_path}"
         return
-    from tests.store.conftest import PgDatabases, _pg_server_url
+    from tests.store.conftest import throwaway_pg_database
 
-    databases = PgDatabases(_pg_server_url())
-    name = databases.create()
-    try:
-        yield databases.url(name)
-    finally:
-        databases.drop(name)
-        databases.admin.dispose()
+    with throwaway_pg_database() as url:
+        yield url
 
 
 def args(host: str, *extra: str) -> list[str]:

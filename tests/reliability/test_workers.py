@@ -31,15 +31,10 @@ RAN = re.compile(r"this worker ran (\d+) trial\(s\)")
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    from tests.store.conftest import PgDatabases, _pg_server_url
+    from tests.store.conftest import throwaway_pg_database
 
-    databases = PgDatabases(_pg_server_url())
-    name = databases.create()
-    try:
-        yield databases.url(name)
-    finally:
-        databases.drop(name)
-        databases.admin.dispose()
+    with throwaway_pg_database() as url:
+        yield url
 
 
 class GatedServer:

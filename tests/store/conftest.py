@@ -12,6 +12,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,19 @@ class PgDatabases:
             engine.dispose()
             self.template = name
         return self.template
+
+
+@contextmanager
+def throwaway_pg_database() -> Iterator[str]:
+    """The URL of an empty database on the RAGQUAL_TEST_PG_URL server, dropped afterwards (for
+    tests outside tests/store that start the CLI against PostgreSQL)."""
+    databases = PgDatabases(_pg_server_url())
+    name = databases.create()
+    try:
+        yield databases.url(name)
+    finally:
+        databases.drop(name)
+        databases.admin.dispose()
 
 
 @pytest.fixture(scope="session")
