@@ -29,14 +29,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_history import FINGERPRINT, MODES, REPEATS, T0, VARIANTS, Filler, _text, existing, fill  # noqa: E402
+from bench_history import FINGERPRINT, MODES, REPEATS, T0, VARIANTS, Filler, existing, fill, sample_record  # noqa: E402
 from sqlalchemy import create_engine  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.pool import NullPool  # noqa: E402
 
 from ragqual.store import db  # noqa: E402
 from ragqual.store.models import SEALED_TABLES  # noqa: E402
-from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord  # noqa: E402
+from ragqual.store.records import Provenance, TrialRecord  # noqa: E402
 from ragqual.store.runstore import RunStore  # noqa: E402
 from ragqual.store.sealing import append_watermark  # noqa: E402
 
@@ -50,16 +50,7 @@ def records(store: RunStore, run_id: int, count: int, tag: str) -> list[TrialRec
     variant = store.intern_variant("bench", "mock", "bench", {})
     cases = store.record_cases("rag", [(f"{tag}{i}", f"{tag}{i}", {"id": f"{tag}{i}", "tags": ["x"]})
                                        for i in range(count // 10 + 1)])
-    return [TrialRecord(
-        run_id=run_id, case_pk=cases[f"{tag}{i // 10}"], variant_id=variant, mode="e2e", repeat_index=i % 10,
-        system_prompt_id=None, rendered_prompt=[{"role": "user", "content": _text(600, i)}],
-        context=_text(300, i), raw_output={"content": _text(100, i)}, parsed_output=_text(100, i), error=None,
-        prompt_tokens=500, completion_tokens=80, latency_ms=900.0, load_ms=None, cost=None,
-        cache_key=f"{i:064x}", cache_hit=False,
-        assertions=(AssertionRow("must-include", 1, "correctness", 1.0, True),),
-        scores=(ScoreRow("weighted-assertions", 1, 1.0, True, {"correctness": 1.0}),),
-        metrics={"correctness": 1.0, "leakage": 0.0, "groundedness": None}, case_id=f"{tag}{i // 10}",
-    ) for i in range(count)]
+    return [sample_record(run_id, cases[f"{tag}{i // 10}"], variant, i, f"{tag}{i // 10}") for i in range(count)]
 
 
 def rate(url: str, batch: int, count: int) -> tuple[float, float, float]:

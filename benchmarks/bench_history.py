@@ -238,6 +238,20 @@ def _mark_filled(url: str) -> None:
     engine.dispose()
 
 
+def sample_record(run_id: int, case_pk: int, variant_id: int, i: int, case_id: str) -> TrialRecord:
+    """The i-th synthetic trial the append benchmarks store (10 repeats per case)."""
+    return TrialRecord(
+        run_id=run_id, case_pk=case_pk, variant_id=variant_id, mode="e2e", repeat_index=i % 10,
+        system_prompt_id=None, rendered_prompt=[{"role": "user", "content": _text(600, i)}],
+        context=_text(300, i), raw_output={"content": _text(100, i)}, parsed_output=_text(100, i), error=None,
+        prompt_tokens=500, completion_tokens=80, latency_ms=900.0, load_ms=None, cost=None,
+        cache_key=f"{i:064x}", cache_hit=False,
+        assertions=(AssertionRow("must-include", 1, "correctness", 1.0, True),),
+        scores=(ScoreRow("weighted-assertions", 1, 1.0, True, {"correctness": 1.0}),),
+        metrics={"correctness": 1.0, "leakage": 0.0, "groundedness": None}, case_id=case_id,
+    )
+
+
 def sample_appends(url: str, count: int) -> float:
     """Trials per second through RunStore.append_trial, one transaction per trial."""
     store = RunStore.open(url, auto_create=False)
@@ -249,16 +263,7 @@ def sample_appends(url: str, count: int) -> float:
                 for i in range(count // 10 + 1)]
     start = time.perf_counter()
     for i in range(count):
-        store.append_trial(TrialRecord(
-            run_id=run, case_pk=case_pks[i // 10], variant_id=variant, mode="e2e", repeat_index=i % 10,
-            system_prompt_id=None, rendered_prompt=[{"role": "user", "content": _text(600, i)}],
-            context=_text(300, i), raw_output={"content": _text(100, i)}, parsed_output=_text(100, i), error=None,
-            prompt_tokens=500, completion_tokens=80, latency_ms=900.0, load_ms=None, cost=None,
-            cache_key=f"{i:064x}", cache_hit=False,
-            assertions=(AssertionRow("must-include", 1, "correctness", 1.0, True),),
-            scores=(ScoreRow("weighted-assertions", 1, 1.0, True, {"correctness": 1.0}),),
-            metrics={"correctness": 1.0, "leakage": 0.0, "groundedness": None}, case_id=f"s{i // 10}",
-        ))
+        store.append_trial(sample_record(run, case_pks[i // 10], variant, i, f"s{i // 10}"))
     seconds = time.perf_counter() - start
     store.add_event(run, "finished")
     store.engine.dispose()
