@@ -31,7 +31,8 @@ from ragqual.cli.output import (check_output, emit_frame, emit_page, format_opti
                                 warn_unsealed)
 from ragqual.core.runlabel import RunLabel
 from ragqual.core.scoring import SCORER_NAME
-from ragqual.store.queries import metric_means, runs_frame, score_means
+from ragqual.store.queries import runs_frame
+from ragqual.store.run_summaries import history_means
 from ragqual.core.metric_names import HISTORY_HEADLINES as HEADLINES
 from ragqual.core.metric_names import PASS, SCORE
 
@@ -82,10 +83,10 @@ def _label_values(engine: Engine, run_ids: list[int]) -> pd.DataFrame:
 def _group_values(engine: Engine, run_ids: list[int], metrics: list[str], scorer_name: str,
                   scorer_version: int | None = None) -> pd.DataFrame:
     named = [m for m in metrics if m not in (SCORE, PASS)]
-    means = metric_means(engine, run_ids, named, scorer_version)
-    wide = means.pivot_table(index=["run_id", "group_key"], columns="metric", values="mean", aggfunc="first")
+    read = history_means(engine, run_ids, named, scorer_name, scorer_version)  # finished runs: their summaries
+    wide = read.metrics.pivot_table(index=["run_id", "group_key"], columns="metric", values="mean", aggfunc="first")
     if SCORE in metrics or PASS in metrics:
-        scores = score_means(engine, run_ids, scorer_name, scorer_version).set_index(["run_id", "group_key"])
+        scores = read.scores.set_index(["run_id", "group_key"])
         wide = wide.join(scores[[m for m in (SCORE, PASS) if m in metrics]], how="outer")
     if wide.empty:
         return pd.DataFrame(columns=["run_id", "group"])

@@ -391,6 +391,25 @@ class StoredText(Base):
     body: Mapped[str] = mapped_column(Text)
 
 
+class RunSummary(Base):
+    """What `history` shows of one finished run (migration 0013), appended and sealed in the
+    transaction of its `finished` event: `body` is JSON holding the rows of the two aggregates
+    `history` reads (mean score, pass share and trials per mode under `scorer_name`; mean and
+    count per metric, scorer version and group). `seal_id` is the run's newest seal when it was
+    computed. Readers use it only while it is current (no newer seal of the run, no later
+    watermark) and read the rows otherwise; `ragqual verify` recomputes every current summary
+    (ragqual.store.run_summaries)."""
+
+    __tablename__ = "run_summaries"
+    __table_args__ = (Index("ix_run_summaries_run", "run_id", "id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    seal_id: Mapped[int | None] = mapped_column(ForeignKey("seals.id"))
+    scorer_name: Mapped[str] = mapped_column(String(128))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 SEALED_TABLES: tuple[str, ...] = (
     "runs",
     "run_events",
@@ -412,6 +431,7 @@ SEALED_TABLES: tuple[str, ...] = (
     "judgements",
     "judge_audits",
     "texts",
+    "run_summaries",
 )
 """The tables whose rows are sealed: a migration that adds a history table adds it here too
 (and to HISTORY_TABLES through this tuple); `ragqual verify` then expects its rows sealed."""

@@ -21,7 +21,7 @@ from typing import Any
 from collections.abc import Sequence
 
 import pandas as pd
-from sqlalchemy import Engine, bindparam, text
+from sqlalchemy import Connection, Engine, bindparam, text
 
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
@@ -204,16 +204,15 @@ GROUP BY t.run_id, t.mode
 """
 
 
-def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORER_NAME,
-                scorer_version: int | None = None) -> pd.DataFrame:
-    """Per run and mode: mean score, pass rate and scored trials (newest score per trial, of
-    exactly `scorer_version` when given).
+SCORE_MEAN_COLUMNS = ["run_id", "group_key", "score", "pass", "trials"]
 
-    Both the trial and the score side are read from covering indexes (migration 0003).
-    """
-    columns = ["run_id", "group_key", "score", "pass", "trials"]
+
+def score_mean_rows(conn: Connection, run_ids: Sequence[int], scorer_name: str = SCORER_NAME,
+                    scorer_version: int | None = None) -> list[Row]:
+    """`score_means`' rows (SCORE_MEAN_COLUMNS), read on an open connection (a writer's
+    transaction computes a run's summary with it: ragqual.store.run_summaries)."""
     if not run_ids:
-        return pd.DataFrame(columns=columns)
+        return []
     pinned = scorer_version is not None
     sql = SCORE_MEANS_SQL.format(only_s="AND s.scorer_version = :scorer_version" if pinned else "",
                                  only_n="AND n.scorer_version = :scorer_version" if pinned else "")
@@ -221,9 +220,27 @@ def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORE
     params: dict[str, object] = {"run_ids": list(run_ids), "scorer_name": scorer_name}
     if pinned:
         params["scorer_version"] = scorer_version
+    return [tuple(row) for row in conn.execute(query, params).all()]
+
+
+def score_means_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """`score_mean_rows` (from SQL, from summaries or both) as `score_means` returns them, in
+    (run, mode) order whatever order they came in."""
+    ordered = sorted(rows, key=lambda r: (r[0], r[1]))
+    return pd.DataFrame(ordered, columns=SCORE_MEAN_COLUMNS).astype({"score": float, "pass": float})  # PostgreSQL: numeric
+
+
+def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORER_NAME,
+                scorer_version: int | None = None) -> pd.DataFrame:
+    """Per run and mode: mean score, pass rate and scored trials (newest score per trial, of
+    exactly `scorer_version` when given).
+
+    Both the trial and the score side are read from covering indexes (migration 0003).
+    """
+    if not run_ids:
+        return pd.DataFrame(columns=SCORE_MEAN_COLUMNS)
     with engine.connect() as conn:
-        rows = conn.execute(query, params).all()
-    return pd.DataFrame(rows, columns=columns).astype({"score": float, "pass": float})  # PostgreSQL: numeric
+        return score_means_frame(score_mean_rows(conn, run_ids, scorer_name, scorer_version))
 
 
 def current_metric_row(pinned: bool) -> str:
@@ -242,34 +259,56 @@ def current_metric_row(pinned: bool) -> str:
 METRIC_MEANS_SQL = """
 SELECT m.run_id, m.metric, m.scorer_version, m.group_key, AVG(m.value) AS mean, COUNT(m.value) AS n
 FROM metric_values m
-WHERE m.run_id IN :run_ids AND m.metric IN :metrics {only}
+WHERE m.run_id IN :run_ids {metrics} {only}
   AND {current}
 GROUP BY m.run_id, m.metric, m.scorer_version, m.group_key
 """
+
+METRIC_MEAN_COLUMNS = ["run_id", "group_key", "metric", "mean", "n"]
+METRIC_MEAN_ROW = ["run_id", "metric", "scorer_version", "group_key", "mean", "n"]  # one row of the SQL
+
+
+def metric_mean_rows(conn: Connection, run_ids: Sequence[int], metrics: Sequence[str] | None,
+                     scorer_version: int | None = None) -> list[Row]:
+    """Per run, metric, scorer version and group: the mean and count of the current non-null
+    values (METRIC_MEAN_ROW), every version still in; `metrics=None`: every metric."""
+    if not run_ids or (metrics is not None and not metrics):
+        return []
+    pinned = scorer_version is not None
+    sql = METRIC_MEANS_SQL.format(metrics="" if metrics is None else "AND m.metric IN :metrics",
+                                  only="AND m.scorer_version <= :scorer_version" if pinned else "",
+                                  current=current_metric_row(pinned))
+    query = text(sql).bindparams(bindparam("run_ids", expanding=True))
+    params: dict[str, object] = {"run_ids": list(run_ids)}
+    if metrics is not None:
+        query = query.bindparams(bindparam("metrics", expanding=True))
+        params["metrics"] = list(metrics)
+    if pinned:
+        params["scorer_version"] = scorer_version
+    return [tuple(row) for row in conn.execute(query, params).all()]
+
+
+def metric_means_frame(rows: Sequence[Row]) -> pd.DataFrame:
+    """`metric_mean_rows` (from SQL, from summaries or both) as `metric_means` returns them: the
+    rows of each run and metric's newest version, in (run, metric, version, group) order."""
+    columns = METRIC_MEAN_COLUMNS
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    ordered = sorted(rows, key=lambda r: (r[0], r[1], r[2], r[3]))
+    frame = pd.DataFrame(ordered, columns=METRIC_MEAN_ROW)
+    frame["mean"] = frame["mean"].astype(float)
+    newest = frame.groupby(["run_id", "metric"])["scorer_version"].transform("max")
+    return frame[frame["scorer_version"] == newest][columns].reset_index(drop=True)
 
 
 def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str],
                  scorer_version: int | None = None) -> pd.DataFrame:
     """Per run, group and metric: the mean and count of the current non-null values (newest
     version, or the newest not above `scorer_version`)."""
-    columns = ["run_id", "group_key", "metric", "mean", "n"]
     if not run_ids or not metrics:
-        return pd.DataFrame(columns=columns)
-    pinned = scorer_version is not None
-    sql = METRIC_MEANS_SQL.format(only="AND m.scorer_version <= :scorer_version" if pinned else "",
-                                  current=current_metric_row(pinned))
-    query = text(sql).bindparams(bindparam("run_ids", expanding=True), bindparam("metrics", expanding=True))
-    params: dict[str, object] = {"run_ids": list(run_ids), "metrics": list(metrics)}
-    if pinned:
-        params["scorer_version"] = scorer_version
+        return pd.DataFrame(columns=METRIC_MEAN_COLUMNS)
     with engine.connect() as conn:
-        rows = conn.execute(query, params).all()
-    frame = pd.DataFrame(rows, columns=["run_id", "metric", "scorer_version", "group_key", "mean", "n"])
-    frame["mean"] = frame["mean"].astype(float)
-    if frame.empty:
-        return pd.DataFrame(columns=columns)
-    newest = frame.groupby(["run_id", "metric"])["scorer_version"].transform("max")
-    return frame[frame["scorer_version"] == newest][columns].reset_index(drop=True)
+        return metric_means_frame(metric_mean_rows(conn, run_ids, metrics, scorer_version))
 
 
 def export_trials(engine: Engine, run_id: int) -> pd.DataFrame:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
-from ragqual.store import db, faults, sealing, texts
+from ragqual.store import db, faults, run_summaries, sealing, texts
 from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
@@ -197,6 +197,7 @@ class RunStore:
         self._identity = faults.file_identity(engine.url)
         self._spans: bool | None = None
         self._texts: bool | None = None
+        self._summaries: bool | None = None
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -329,8 +330,24 @@ class RunStore:
             if self.seal and event in END_EVENTS:
                 text = _with_seal_head(text, sealing.head(session, run_id))
             session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
+            if event == "finished":
+                self._summarise(session, run_id)
 
         self._write(work, run_id)
+
+    def append_summary(self, run_id: int) -> None:
+        """Append the run's summary (ragqual.store.run_summaries) in a sealed transaction of its own,
+        as a `finished` event appends it: for runs that finished without one (before migration 0013,
+        or a benchmark's bulk fill)."""
+        self._write(lambda session: self._summarise(session, run_id), run_id)
+
+    def _summarise(self, session: Session, run_id: int) -> None:
+        """The run's summary, in the transaction that writes its `finished` event (so one seal covers
+        both); none when this store does not seal, or on a schema before migration 0013."""
+        if self._summaries is None:
+            self._summaries = inspect(session.connection()).has_table(run_summaries.TABLE)
+        if self.seal and self._summaries:
+            run_summaries.append(session, run_id, self.clock())
 
     def add_worker_event(self, run_id: int, event: str, detail: str | None, slots: int) -> bool:
         """`add_event` for one of several workers sharing a run (ragqual.store.claims): decided and
@@ -350,6 +367,8 @@ class RunStore:
             if self.seal and event in END_EVENTS:
                 text = _with_seal_head(text, sealing.head(session, run_id))
             session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
+            if event == "finished":
+                self._summarise(session, run_id)
             return True
 
         return self._write(work, run_id)
@@ -605,7 +624,8 @@ class RunStore:
         scores: Sequence[ScoreRow], metrics: Mapping[str, float | None], metrics_version: int,
     ) -> str:
         """A re-scoring of an old trial with its metrics, in one transaction: new rows beside the
-        old ones, which stay (readers take the newest version, then the newest row)."""
+        old ones, which stay (readers take the newest version, then the newest row). Sealed as the
+        run's, so the run's summary stops being current (ragqual.store.run_summaries)."""
 
         def work(session: Session) -> str:
             now = self.clock()
@@ -614,7 +634,7 @@ class RunStore:
                                                    for k, v in metrics.items()], now)
             return batch
 
-        return self._write(work)
+        return self._write(work, run_id)
 
     # -- prices ----------------------------------------------------------------
     def intern_pricing_snapshot(self, body: dict[str, Any]) -> tuple[int, str]:

@@ -110,6 +110,7 @@ RUN_ROWS: dict[str, str] = {
     "judge_audits": "SELECT x.run_id, x.id AS row_id FROM judge_audits x WHERE x.run_id IN :runs",
     "trial_costs": "SELECT t.run_id, x.id AS row_id FROM trial_costs x JOIN trials t ON t.id = x.trial_id "
                    "WHERE t.run_id IN :runs",
+    "run_summaries": "SELECT x.run_id, x.id AS row_id FROM run_summaries x WHERE x.run_id IN :runs",
 }
 
 

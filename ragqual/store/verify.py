@@ -10,6 +10,8 @@ Findings name the table, the row id and what happened to it:
   seal       a seal whose digest or links no longer add up (seals edited, removed or re-ordered),
              or a `seal_spans` row that is not what the seals say (readers trust the spans)
   run        a run's end event records a seal head that its seals do not lead to
+  summary    a run's current summary row (migration 0013) differs from what its rows give when
+             computed again (ragqual.store.run_summaries): `history` would show the summary
   schema     a table, column, index, trigger, view (or on PostgreSQL a function, constraint, ...)
              missing, extra or different from what the migrations at head create
              (ragqual.store.schema_check)
@@ -33,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from ragqual.core.published_head import PublishedHead
 from ragqual.errors import StorageFault
-from ragqual.store import schema_check, sealed_rows, sealing
+from ragqual.store import run_summaries, schema_check, sealed_rows, sealing
 from ragqual.store.models import HISTORY_TABLES, Run, RunEvent, SEALED_TABLES, Seal
 
 RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results", "retrieval_rankings",
@@ -42,7 +44,7 @@ RUN_COLUMN_TABLES = ("run_events", "trials", "metric_values", "retrieval_results
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # edited | deleted | re-ordered | inserted | seal | run | schema | unchecked
+    kind: str  # edited | deleted | re-ordered | inserted | seal | run | summary | schema | unchecked
     table: str
     row_id: int | None
     detail: str
@@ -232,6 +234,14 @@ def _check_run_rows(engine: Engine, spans: Sequence[tuple[int, str, int, int]], 
                                                                              "(written outside ragqual)"))
 
 
+def _check_summaries(engine: Engine, run_ids: set[int] | None, verdict: Verdict) -> None:
+    """Every current run summary computed again from the run's rows (readers show the summary)."""
+    for row_id, run_id in run_summaries.mismatches(engine, sorted(run_ids) if run_ids is not None else None):
+        verdict.findings.append(Finding("summary", run_summaries.TABLE, row_id,
+                                        f"run {run_id}'s summary differs from its rows computed again "
+                                        "(`history` would show the summary)"))
+
+
 _SCHEMA_DETAIL = {
     "missing": "missing: the migrations at head create it",
     "extra": "extra: no migration creates it",
@@ -281,6 +291,8 @@ def verify(engine: Engine, run_ids: Sequence[int] | None = None,
         spans = _check_spans(engine, seals, verdict)
         if wanted is not None:
             _check_run_rows(engine, spans, wanted, verdict, readable)
+        if {run_summaries.TABLE, "trials", "trial_scores", "metric_values"} <= readable:
+            _check_summaries(engine, wanted, verdict)
     if expect is not None:
         _check_expected(seals, expect, verdict)
     return verdict

@@ -54,7 +54,8 @@ def append_old_layout_hits(engine: Engine, run_id: int, rows: Sequence[Retrieval
 
 def add_review_rows(store: RunStore, run_id: int, trial_id: int) -> None:
     """One row in each table of the judge tier and of prices for `trial_id` of `run_id`: a human
-    label, a judge run with one verdict, an audit, a price snapshot and a cost row."""
+    label, a judge run with one verdict (with a `run_summaries` row), an audit, a
+    price snapshot and a cost row."""
     from datetime import UTC, datetime
 
     from ragqual.store.judgements import AuditRow, JudgementRow, append_audit, append_judgements
@@ -66,6 +67,7 @@ def add_review_rows(store: RunStore, run_id: int, trial_id: int) -> None:
     append_judgements(store, judge, run_id, [JudgementRow(trial_id, "faithfulness", 0.8, "yes", "logprobs", 1,
                                                           "a" * 64, "mock", "mock-judge-v1", 0, "k" * 64, False,
                                                           {"text": "yes"})])
+    store.append_summary(judge)
     append_audit(store, AuditRow(run_id, "judge:faithfulness", "a" * 64, "mock", "mock-judge-v1", {"kappa": 0.5}))
     snapshot, _ = store.intern_pricing_snapshot({"models": []})
     store.append_costs(run_id, snapshot, [(trial_id, None, None)])

@@ -8,7 +8,8 @@ from tests.store.helpers import add_review_rows, add_trial, append_old_layout_hi
 
 TABLES_WITH_ROWS = ["runs", "run_events", "trials", "assertion_results", "trial_scores", "metric_values",
                     "system_prompts", "variant_configs", "cases", "retrieval_results", "retrieval_rankings",
-                    "judgements", "judge_audits", "labels", "pricing_snapshots", "trial_costs", "texts"]
+                    "judgements", "judge_audits", "labels", "pricing_snapshots", "trial_costs", "texts",
+                    "run_summaries"]
 
 
 @pytest.fixture
