@@ -16,7 +16,14 @@ best of `--repeats`. `--reuse` times the reads again on a kept `--db` without re
 With `--pg-url URL` the same history is filled into (and read from) that PostgreSQL database as
 well, and the table shows both side by side; each figure has the machine's load average beside it.
 
+The fill writes each run's `finished` event directly, so its runs have no summary row (migration
+0013) and `history` reads their rows. `--summaries` first appends one for every filled run that
+has no current summary, through `RunStore.append_summary` (the same computation and seal a
+finishing run's `finished` transaction makes), prints how long that took, and then times the
+reads, which use them. `--only history` times only the commands whose name starts with a word given.
+
     python benchmarks/bench_history.py [--trials 1000000] [--per-run 5000] [--db PATH] [--pg-url URL] [--reuse]
+                                       [--summaries] [--only history]
 """
 
 from __future__ import annotations
@@ -351,11 +358,32 @@ def measure(url: str, args: argparse.Namespace) -> dict:
     filled = existing(url) if is_filled(url) else fill(url, args.trials, args.per_run, args.retrieval_runs,
                                                       args.text_chars, args.seed)
     size = Path(url.removeprefix("sqlite:///")).stat().st_size if url.startswith("sqlite") else pg_size(url)
-    invoke(["--db", url, "history", "--limit", "1"])  # the schema check and the first connection, untimed
+    invoke(["--db", url, "history", "--limit", "1"])  # the schema check (and an upgrade), untimed
+    summarised = add_summaries(url, filled) if args.summaries else None
     rows = {name: timed(lambda a=argv: invoke(["--db", url, *a]), args.repeats)
-            for name, argv in commands_for(filled).items()}
+            for name, argv in commands_for(filled).items() if not args.only or argv[0] in args.only}
     sample = url.startswith("sqlite") and filled["seconds"] is not None and args.sample > 0
-    return {"filled": filled, "size": size, "rows": rows, "append_rate": sample_appends(url, args.sample) if sample else None}
+    return {"filled": filled, "size": size, "rows": rows, "summaries": summarised,
+            "append_rate": sample_appends(url, args.sample) if sample else None}
+
+
+def add_summaries(url: str, filled: dict) -> tuple[int, float, float]:
+    """Append a summary for every filled run without a current one, as its `finished` transaction
+    would have: (summaries appended, wall seconds, load average after)."""
+    from ragqual.store import run_summaries
+
+    store = RunStore.open(url, auto_create=False)
+    runs = [r for kind in ("generation", "retrieval") for r in filled["runs"][kind]]
+    with store.engine.connect() as conn:
+        held = run_summaries.current_rows(conn, runs)
+    missing = [r for r in runs if r not in held]
+    start = time.perf_counter()
+    for n, run in enumerate(missing):
+        store.append_summary(run)
+        print(f"  summarised {n + 1}/{len(missing)} runs", file=sys.stderr, end="\r")
+    seconds = time.perf_counter() - start
+    store.engine.dispose()
+    return len(missing), seconds, os.getloadavg()[0]
 
 
 def main() -> None:
@@ -373,6 +401,9 @@ def main() -> None:
     parser.add_argument("--no-sqlite", action="store_true", help="Time PostgreSQL only.")
     parser.add_argument("--reuse", action="store_true", help="Time the reads on a history filled earlier "
                                                              "(--db, --pg-url); fill only what is empty.")
+    parser.add_argument("--summaries", action="store_true", help="Append a summary row for each filled run "
+                                                                 "before timing (as a finishing run does).")
+    parser.add_argument("--only", nargs="+", metavar="COMMAND", help="Time only these commands (history, report, compare).")
     args = parser.parse_args()
 
     for name in ("history", "report", "compare"):  # imports, once, untimed
@@ -396,6 +427,11 @@ def print_results(args: argparse.Namespace, results: dict) -> None:
         if filled["seconds"]:
             print(f"  bulk fill (executemany): {total / filled['seconds']:,.0f} trials/s "
                   f"(each with 1 assertion, 1 score, 3 metric rows; ~{args.text_chars} chars of text)")
+        if result["summaries"]:
+            count, seconds, load = result["summaries"]
+            print(f"  summaries appended for {count} runs in {seconds:.1f} s (load {load:.1f}); the reads below use them")
+        elif result["summaries"] is None:
+            print("  no summaries appended (--summaries not given): runs without one are read from their rows")
         if result["append_rate"]:
             print(f"  RunStore.append_trial ({args.sample:,}): {result['append_rate']:,.0f} trials/s (one transaction each)")
     print(f"\nbest of {args.repeats} wall time (s), the CPU time of this process in that call (s), and the 1-minute "
