@@ -355,6 +355,10 @@ def measure(url: str, args: argparse.Namespace) -> dict:
     """Fill (or, with --reuse, find) the history at `url` and time the reads on it."""
     if is_filled(url) and not args.reuse:
         raise SystemExit(f"{url} already holds a history; give a new one or --reuse")
+    if is_filled(url):  # a history kept from an older ragqual: upgraded in place, as `ragqual db upgrade` does
+        engine = db.make_engine(url)
+        db.upgrade(engine)
+        engine.dispose()
     filled = existing(url) if is_filled(url) else fill(url, args.trials, args.per_run, args.retrieval_runs,
                                                       args.text_chars, args.seed)
     size = Path(url.removeprefix("sqlite:///")).stat().st_size if url.startswith("sqlite") else pg_size(url)

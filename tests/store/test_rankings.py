@@ -210,7 +210,7 @@ def test_a_0006_history_with_ranked_rows_upgrades_and_reads_back_the_same(store_
     db.upgrade(engine, "0006")
     before_0007 = tuple(t for t in sealing.SEALED_TABLES if t not in ("retrieval_rankings", "labels", "judgements",
                                                                       "judge_audits", "pricing_snapshots", "trial_costs",
-                                                                      "texts"))  # made later
+                                                                      "texts", "run_summaries"))  # made later
     real_high_water = sealing.high_water
     monkeypatch.setattr(sealing, "high_water", lambda session, tables=before_0007: real_high_water(session, tables))
     old_store = RunStore(engine)  # seals the tables a 0006 database has, as ragqual at 0006 did
