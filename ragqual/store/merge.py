@@ -271,8 +271,13 @@ def _copy_run_sealed(target: RunStore, src: Connection, run: int, ids: IdMap,
 
 
 def _copy_event_sealed(target: RunStore, event: dict[str, Any], new_run: int, ids: IdMap) -> None:
+    """A later event; a `finished` one with the run's summary in the target, as a run that finishes
+    there appends it (ragqual.store.run_summaries)."""
+
     def work(session: Session) -> None:
         _copy_event(session, event, new_run, ids)
+        if event["event"] == "finished":
+            target._summarise(session, new_run)
 
     target._write(work, new_run)
 

@@ -76,6 +76,7 @@ def test_the_merged_history_passes_verify_and_reads_each_run_as_its_source(histo
     out = ok(capsys, "merge", str(a), str(b), "--into", str(c))
     assert "a.db: 2 run(s) copied as run(s) 1, 2" in out and "b.db: 1 run(s) copied as run(s) 3" in out
     assert ok(capsys, "--db", str(c), "verify").splitlines()[0].startswith("3 sealed run(s), 0 unsealed")
+    assert count(c, "SELECT COUNT(DISTINCT run_id) FROM run_summaries") == 3  # each finished run summarised there
     for source, source_run, merged_run in ((a, 1, 1), (a, 2, 2), (b, 1, 3)):
         assert report(capsys, source, source_run) == report(capsys, c, merged_run)
         assert (exported(capsys, source, source_run, tmp_path / f"x-{source.stem}{source_run}")
