@@ -247,3 +247,15 @@ def test_a_0012_history_upgrades_reads_and_verifies(store_url, monkeypatch, caps
     assert verdict.intact, verdict.findings
     assert set(verdict.sealed_runs) >= {old, new}
     engine.dispose()
+
+
+def test_the_worker_that_finishes_a_shared_run_appends_its_summary_once(store_head_url):
+    store = RunStore.open(store_head_url)
+    run = _generation(store, modes=("e2e",), cases=2)  # 4 trials
+    assert not store.add_worker_event(run, "finished", None, slots=5)  # a slot is still missing
+    assert store.add_worker_event(run, "finished", None, slots=4)
+    assert not store.add_worker_event(run, "finished", None, slots=4)  # another worker: already finished
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT COUNT(*) FROM run_summaries WHERE run_id = :r"), {"r": run}).scalar() == 1
+        assert list(run_summaries.current(conn, [run])) == [run]
+    store.engine.dispose()
