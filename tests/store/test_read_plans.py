@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 from sqlalchemy import Engine, event
 
-from ragqual.store import db
+from ragqual.store import db, run_summaries
 from tests.store.test_sealed_reads import ragqual, two_runs  # noqa: F401 (fixture)
 
 PER_TRIAL_TABLES = ("trials", "trial_scores", "assertion_results", "metric_values", "trial_costs", "labels",
@@ -50,8 +50,14 @@ def full_scans(path: str, seen: list[tuple[str, object]]) -> list[str]:
         con.close()
 
 
-@pytest.mark.parametrize("args", [["report", "2"], ["report", "2", "--by", "tag"], ["compare", "1", "2"], ["history"]])
-def test_reading_one_run_scans_no_history_table(two_runs, statements, capsys, args):
+@pytest.mark.parametrize("args", [["report", "2"], ["report", "2", "--by", "tag"], ["compare", "1", "2"], ["history"],
+                                  ["history", "--scorer-version", "1"], ["history", "rows"]])
+def test_reading_one_run_scans_no_history_table(two_runs, statements, capsys, args, monkeypatch):
+    """`history` reads finished runs from their summaries; `history rows` reads them from their rows
+    (as for runs without a current summary)."""
+    if args == ["history", "rows"]:
+        monkeypatch.setattr(run_summaries, "current", lambda conn, run_ids: {})
+        args = ["history"]
     if not two_runs.startswith("sqlite"):
         pytest.skip("EXPLAIN QUERY PLAN is SQLite's")
     statements.clear()
