@@ -186,7 +186,7 @@ def same_body(stored: str, computed: str) -> bool:
 def _close(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15))
+                and (math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15) or (math.isnan(a) and math.isnan(b))))
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):

@@ -259,3 +259,13 @@ def test_the_worker_that_finishes_a_shared_run_appends_its_summary_once(store_he
         assert conn.execute(text("SELECT COUNT(*) FROM run_summaries WHERE run_id = :r"), {"r": run}).scalar() == 1
         assert list(run_summaries.current(conn, [run])) == [run]
     store.engine.dispose()
+
+
+def test_summaries_compare_equal_to_the_last_bits_a_sum_order_can_change():
+    body = json.dumps({"format": 1, "scores": [["e2e", 0.1 + 0.2, 0.5, 3]],
+                       "metrics": [["m", 1, "e2e", float("nan"), 0]]})
+    again = json.dumps({"format": 1, "scores": [["e2e", 0.3, 0.5, 3]], "metrics": [["m", 1, "e2e", float("nan"), 0]]})
+    assert run_summaries.same_body(body, again)
+    assert not run_summaries.same_body(body, again.replace("0.5", "0.5000001"))
+    assert not run_summaries.same_body(body, again.replace(", 3]", ", 4]"))
+    assert not run_summaries.same_body(body, again.replace('"e2e"', '"oracle"', 1))
