@@ -367,8 +367,20 @@ def measure(url: str, args: argparse.Namespace) -> dict:
     rows = {name: timed(lambda a=argv: invoke(["--db", url, *a]), args.repeats)
             for name, argv in commands_for(filled).items() if not args.only or argv[0] in args.only}
     sample = url.startswith("sqlite") and filled["seconds"] is not None and args.sample > 0
-    return {"filled": filled, "size": size, "rows": rows, "summaries": summarised,
+    return {"filled": filled, "size": size, "rows": rows, "summaries": summarised, "current": current_summaries(url, filled),
             "append_rate": sample_appends(url, args.sample) if sample else None}
+
+
+def current_summaries(url: str, filled: dict) -> int:
+    """How many of the filled runs `history` reads from a current summary."""
+    from ragqual.store import run_summaries
+
+    engine = db.make_engine(url)
+    runs = [r for kind in ("generation", "retrieval") for r in filled["runs"][kind]]
+    with engine.connect() as conn:
+        held = run_summaries.current_rows(conn, runs)
+    engine.dispose()
+    return len(held)
 
 
 def add_summaries(url: str, filled: dict) -> tuple[int, float, float]:
@@ -433,9 +445,10 @@ def print_results(args: argparse.Namespace, results: dict) -> None:
                   f"(each with 1 assertion, 1 score, 3 metric rows; ~{args.text_chars} chars of text)")
         if result["summaries"]:
             count, seconds, load = result["summaries"]
-            print(f"  summaries appended for {count} runs in {seconds:.1f} s (load {load:.1f}); the reads below use them")
-        elif result["summaries"] is None:
-            print("  no summaries appended (--summaries not given): runs without one are read from their rows")
+            print(f"  summaries appended for {count} runs in {seconds:.1f} s (load {load:.1f})")
+        runs_total = len(runs["generation"]) + len(runs["retrieval"])
+        print(f"  {result['current']} of {runs_total} runs have a current summary (read from it); "
+              "the others are read from their rows")
         if result["append_rate"]:
             print(f"  RunStore.append_trial ({args.sample:,}): {result['append_rate']:,.0f} trials/s (one transaction each)")
     print(f"\nbest of {args.repeats} wall time (s), the CPU time of this process in that call (s), and the 1-minute "
