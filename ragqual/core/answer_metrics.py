@@ -145,6 +145,7 @@ def leaks_retrieval(answer: str) -> bool:
     return _any_match(_patterns("leak"), answer)
 
 
+@lru_cache(maxsize=_MEMO)
 def has_think_tags(answer: str) -> bool:
     """Reasoning markup (<think>, </reasoning>, <|thinking|>, [THINK] ...) reached the answer."""
     return _pattern(THINK_TAG_PATTERN).search(answer) is not None
