@@ -155,13 +155,14 @@ def table(backend: str, trials: int, url: str, sample: int) -> list[str]:
 
 def sqlite_table(path: Path, args: argparse.Namespace) -> None:
     """Fill the SQLite history at `path` (unless it exists: then it is reused) and time the appends."""
+    url = f"sqlite:///{path}"
     if path.exists():
-        trials = existing(path)["trials"]
+        trials = existing(url)["trials"]
     else:
-        filled = fill(path, args.trials, args.per_run, 0, 1500, args.seed)
+        filled = fill(url, args.trials, args.per_run, 0, 1500, args.seed)
         trials = filled["trials"]
         print(f"(SQLite fill: {trials:,} trials in {filled['seconds']:.0f} s)", file=sys.stderr)
-    table("SQLite", trials, f"sqlite:///{path}", args.sample)
+    table("SQLite", trials, url, args.sample)
 
 
 def main() -> None:

@@ -24,8 +24,9 @@ PPI needs), treats the rest as judge-only, and averages over `--repeats` draws.
 
 Part 2, the packaged judge on the committed labels (`--committed`): the judge's verdicts are
 committed as data (`datasets/judge-labels/judge-qwen1.5b.jsonl`, written by `ragqual judge` and
-`export_judgements.py`), so this needs no model: Cohen's kappa per criterion (at P(yes) >= 0.5,
-`unsure` labels left out) on the trials both judged and labelled, and the PPI++ width table on
+`export_judgements.py`), so this needs no model: Cohen's kappa and the AUC per criterion, over all
+answers and per answering model (kappa at P(yes) >= 0.5, `unsure` labels left out) on the trials
+both judged and labelled, and the PPI++ width table on
 those trials (n labels drawn at random, the judge's scores of the rest as the unlabelled part;
 label counts above what the data hold are left out).
 
@@ -62,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from ragqual.core import rubrics
-from ragqual.core.agreement import cohen_kappa
+from ragqual.core.agreement import cohen_kappa, rank_auc
 from ragqual.core.ppi import classical_mean_ci, judge_only_mean_ci, pilot_moments, planned_width, ppi_mean_ci
 
 
@@ -192,11 +193,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def paired(judged: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]], criterion: str) -> tuple[list[int], list[float]]:
-    """(human 1/0, judge P(yes)) of the trials judged (readably) and labelled yes/no on `criterion`."""
+def paired(judged: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]], criterion: str,
+           model: str | None = None) -> tuple[list[int], list[float]]:
+    """(human 1/0, judge P(yes)) of the trials judged (readably) and labelled yes/no on `criterion`
+    (only the answers of `model` when given)."""
     human = {_key(x): x["verdict"] for x in labels if x["criterion"] == criterion}
     pairs = [(human[_key(j)], j["p_yes"]) for j in judged
-             if j["criterion"] == criterion and j.get("p_yes") is not None and human.get(_key(j)) in ("yes", "no")]
+             if j["criterion"] == criterion and j.get("p_yes") is not None and human.get(_key(j)) in ("yes", "no")
+             and model in (None, j["model"])]
     return [int(h == "yes") for h, _ in pairs], [float(p) for _, p in pairs]
 
 
@@ -205,19 +209,24 @@ def committed(args: argparse.Namespace) -> None:
     digests = sorted({(j["judge_model"], j["judge_digest"][:12], j["rubric_version"]) for j in judged})
     print(f"{Path(args.judge_file).name}: {len(judged)} verdicts, judge / digest / rubric version {digests}; "
           f"load {_load()}")
-    print(f"{'criterion':<13} {'n':>4} {'human yes':>9} {'judge yes':>9} {'accuracy':>8} {'kappa':>6}  "
-          f"{'tn fp fn tp':<13} {'mean P(yes)':>11}")
+    print(f"{'criterion':<13} {'answers of':<21} {'n':>4} {'human yes':>9} {'judge yes':>9} {'accuracy':>8} "
+          f"{'kappa':>6} {'AUC':>6}  {'tn fp fn tp':<13} {'mean P(yes)':>11}")
+    models = sorted({j["model"] for j in judged})
     for criterion in rubrics.CRITERIA:
-        human, scores = paired(judged, labels, criterion)
-        if not human:
-            print(f"{criterion:<13} {0:>4}  (no trial both judged and labelled yes/no)")
-            continue
-        verdicts = [int(p >= 0.5) for p in scores]
-        agreement = cohen_kappa(human, verdicts)
-        (tn, fp), (fn, tp) = agreement.confusion
-        kappa = "-" if agreement.kappa is None else f"{agreement.kappa:.3f}"
-        print(f"{criterion:<13} {len(human):>4} {np.mean(human):>9.3f} {np.mean(verdicts):>9.3f} "
-              f"{agreement.accuracy:>8.3f} {kappa:>6}  {f'{tn} {fp} {fn} {tp}':<13} {np.mean(scores):>11.3f}")
+        for model in [None, *models]:
+            human, scores = paired(judged, labels, criterion, model)
+            name = model or "all"
+            if not human:
+                print(f"{criterion:<13} {name:<21} {0:>4}  (no trial both judged and labelled yes/no)")
+                continue
+            verdicts = [int(p >= 0.5) for p in scores]
+            agreement = cohen_kappa(human, verdicts)
+            (tn, fp), (fn, tp) = agreement.confusion
+            kappa = "-" if agreement.kappa is None else f"{agreement.kappa:.3f}"
+            auc = rank_auc(human, scores)
+            print(f"{criterion:<13} {name:<21} {len(human):>4} {np.mean(human):>9.3f} {np.mean(verdicts):>9.3f} "
+                  f"{agreement.accuracy:>8.3f} {kappa:>6} {'-' if auc is None else f'{auc:.3f}':>6}  "
+                  f"{f'{tn} {fp} {fn} {tp}':<13} {np.mean(scores):>11.3f}")
     for criterion in rubrics.CRITERIA:
         human, scores = paired(judged, labels, criterion)
         counts = [n for n in (int(x) for x in args.labels.split(",")) if n < len(human)]

@@ -11,7 +11,7 @@ from ragqual.app.corpus import CorpusOptions, ensure_ingested, load_corpus_conte
 from ragqual.app.generation_run import (GenerationOptions, GenerationOutcome, Progress, check_servers, pick_goldens,
                                         run_generation)
 from ragqual.app.retrieval_run import RetrievalOutcome, build_retriever, retrieval_configs, run_retrieval
-from ragqual.app.failures import run_gap_causes
+from ragqual.app.failures import run_gap_causes_and_trials
 from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.runlabel import run_label
@@ -65,6 +65,6 @@ def evaluate(app: AppContext, corpus_opts: CorpusOptions, options: EvalOptions, 
                                     options=sampling.sampling(), max_concurrency=options.max_concurrency,
                                     ollama_host=options.ollama_host, progress=progress, label=label)
         fingerprint = corpus.fingerprint
-        causes = run_gap_causes(app.store().engine, generation.run_id)
-        advice = measured_advice(app, generation.run_id, corpus, causes)
+        causes, trials = run_gap_causes_and_trials(app.store().engine, generation.run_id)
+        advice = measured_advice(app, generation.run_id, corpus, causes, trials)
     return EvalOutcome(retrieval, generation, causes, fingerprint, advice)

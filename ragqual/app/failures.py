@@ -101,3 +101,9 @@ def gap_causes(trials: Sequence[FailureTrial]) -> dict[str, CauseCount]:
 
 def run_gap_causes(engine: Engine, run_id: int) -> dict[str, CauseCount]:
     return gap_causes(run_failure_trials(engine, run_id))
+
+
+def run_gap_causes_and_trials(engine: Engine, run_id: int) -> tuple[dict[str, CauseCount], list[FailureTrial]]:
+    """`run_gap_causes`, with the trials it read (for the measured advice, read once for both)."""
+    trials = run_failure_trials(engine, run_id)
+    return gap_causes(trials), trials

@@ -11,10 +11,11 @@ from typing import Any
 from ragqual.adapters.model_registry import make_model, split_uri
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusContext, CorpusOptions, load_corpus_context
-from ragqual.app.failures import run_gap_causes
+from ragqual.app.failures import run_gap_causes, run_gap_causes_and_trials
 from ragqual.app.gates import require_finished
 from ragqual.app.rag_subject import rag_subject
 from ragqual.app.resume import generation_resume_plan
+from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select
 from ragqual.core.runlabel import RunLabel, run_label
@@ -217,6 +218,14 @@ def resume_generation(app: AppContext, corpus_opts: CorpusOptions, run_id: int, 
 def gap_causes(app: AppContext, run_id: int) -> dict[str, CauseCount]:
     """Per model, why its e2e answers fall short of its oracle answers (measured from the trials)."""
     return run_gap_causes(app.store().engine, run_id)
+
+
+def decomposition(app: AppContext, run_id: int, corpus: CorpusOptions | CorpusContext, with_advice: bool
+                  ) -> tuple[dict[str, CauseCount], dict[str, str] | None]:
+    """`gap_causes` and, when asked and there are causes, the measured advice
+    (`whatif_run.measured_advice`): the run's trials read once for both."""
+    causes, trials = run_gap_causes_and_trials(app.store().engine, run_id)
+    return causes, (measured_advice(app, run_id, corpus, causes, trials) if with_advice and causes else None)
 
 
 def stored_mode_lines(app: AppContext, run_id: int, scorer_version: int | None,

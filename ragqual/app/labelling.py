@@ -135,7 +135,8 @@ def open_queue(app: AppContext, run_id: int, labeller: str | None = None, *, sam
     verdicts, notes = labeller_progress(store.engine, run_id, who)
     done = fully_labelled(verdicts)
     failing = {t.trial_id for t in trials if not_passed(t)} if failures else None
-    order = plan_queue([t.trial_id for t in trials], failing=failing, sample_size=sample, seed=seed, done=done)
+    order = plan_queue(_walked(trials, sample is not None and not failures), failing=failing, sample_size=sample,
+                       seed=seed, done=done)
     seed_kept = seed if sample is not None else None
 
     def save(drafts: Sequence[LabelDraft]) -> list[int]:
@@ -144,6 +145,14 @@ def open_queue(app: AppContext, run_id: int, labeller: str | None = None, *, sam
     session = LabelSession(order, {t: dict(v) for t, v in verdicts.items()}, dict(notes))
     items = {t.trial_id: review_item(t) for t in trials}
     return ReviewQueue(run_id, who, items, session, save, len(trials), len(done & set(items)), seed_kept, sample)
+
+
+def _walked(trials: Sequence[FailureTrial], answered_only: bool) -> list[int]:
+    """The trials a queue may walk. A sample is drawn from the answered ones only (no trial
+    error), the population a judge scores (`ragqual judge` leaves errors out): an interval that
+    combines the labels with the judge's scores needs the labels drawn from that population,
+    and a trial with no answer has nothing to label."""
+    return [t.trial_id for t in trials if not (answered_only and t.error is not None)]
 
 
 # -- files --------------------------------------------------------------------------------------

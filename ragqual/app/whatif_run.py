@@ -13,6 +13,7 @@ from ragqual.app.history_reads import run_info
 from ragqual.core import textmatch, whatif
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, goldens_hash
+from ragqual.engine.cases import Case
 from ragqual.errors import InputError
 from ragqual.pipeline import prompt
 from ragqual.pipeline.retrieval import STRATEGIES
@@ -65,16 +66,18 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
 def mock_reader(goldens: dict[str, Golden], options: dict[str, Any]) -> whatif.Reader:
     """The echo mock's correctness on a counterfactual context: its reply is a function of the
     context alone, scored by the same assertions a run evaluates."""
-    from ragqual.subjects.rag import answer_scores
+    from ragqual.subjects.rag import answer_correctness, golden_case
 
     seen: dict[tuple[str, tuple[str, ...]], float | None] = {}  # many settings hand a question the same context
+    cases: dict[str, Case] = {}
 
     def read(q: whatif.Question, passages: Sequence[str]) -> float | None:
         key = (q.case_id, tuple(passages))
         if key not in seen:
             golden = goldens[q.case_id]
+            case = cases.get(q.case_id) or cases.setdefault(q.case_id, golden_case(golden))
             answer = prompt.mock_reply(prompt.answer_request(golden, passages, options))
-            seen[key] = answer_scores(golden, answer, "\n\n".join(passages)).get("correctness")
+            seen[key] = answer_correctness(golden, answer, "\n\n".join(passages), case)
         return seen[key]
 
     return read
@@ -100,7 +103,10 @@ def _settings(thresholds: Sequence[float | None] | None, ks: Sequence[int] | Non
     return out if own in out else [own, *out]
 
 
-def load(app: AppContext, run_id: int, opts: CorpusOptions) -> tuple[dict[str, Any], CorpusContext, list[FailureTrial]]:
+def load(app: AppContext, run_id: int, opts: CorpusOptions, trials: Sequence[FailureTrial] | None = None
+         ) -> tuple[dict[str, Any], CorpusContext, list[FailureTrial]]:
+    """The run's parameters, its corpus and its e2e trials (`trials`: the run's trials, when the
+    caller has read them already)."""
     info = run_info(app, run_id)
     if info.kind not in ("generation", "eval"):
         raise InputError(f"run {run_id} is a {info.kind} run: whatif reads a generation run's e2e trials")
@@ -108,15 +114,18 @@ def load(app: AppContext, run_id: int, opts: CorpusOptions) -> tuple[dict[str, A
     if info.corpus_fingerprint and corpus.fingerprint != info.corpus_fingerprint:
         raise InputError(f"run {run_id} was made on corpus fingerprint {info.corpus_fingerprint[:12]}; this corpus "
                          f"and chunking give {corpus.fingerprint[:12]}: whatif needs the run's own corpus texts")
-    trials = [t for t in run_failure_trials(app.store(auto_create=False).engine, run_id) if t.mode == "e2e"]
-    if not trials:
+    if trials is None:
+        trials = run_failure_trials(app.store(auto_create=False).engine, run_id)
+    e2e = [t for t in trials if t.mode == "e2e"]
+    if not e2e:
         raise InputError(f"run {run_id} has no e2e trials: whatif recomputes e2e contexts")
-    return info.params, corpus, trials
+    return info.params, corpus, e2e
 
 
 def run_whatif(app: AppContext, run_id: int, opts: CorpusOptions, thresholds: Sequence[float | None] | None,
-               ks: Sequence[int] | None, strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
-    params, corpus, trials = load(app, run_id, opts)
+               ks: Sequence[int] | None, strategies: Sequence[str] | None = None,
+               trials: Sequence[FailureTrial] | None = None) -> list[VariantWhatif]:
+    params, corpus, trials = load(app, run_id, opts, trials)
     return whatif_from(params, corpus, trials, thresholds, ks, strategies)
 
 
@@ -183,11 +192,13 @@ def _questions(trials: Sequence[FailureTrial], variant: str, goldens: dict[str, 
 
 
 def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusContext,
-                    causes: Mapping[str, CauseCount] | None) -> dict[str, str]:
+                    causes: Mapping[str, CauseCount] | None,
+                    trials: Sequence[FailureTrial] | None = None) -> dict[str, str]:
     """Per variant whose oracle - e2e gap has out-of-corpus questions answered from a non-empty
     context: the similarity cut-off that measurably helps on this run, or why none does (with the
     overlap of similarities). Nothing for a run that stored no candidates. `opts` may be the
-    corpus already open (`ragqual eval`)."""
+    corpus already open (`ragqual eval`); `trials`, the run's trials when the caller read them
+    for the causes (`run_failure_trials`)."""
     wanted = {v for v, c in (causes or {}).items() if ADVICE_CAUSES & set(c.by_cause)}
     if not wanted:
         return {}
@@ -195,10 +206,10 @@ def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusCo
     try:
         if isinstance(opts, CorpusContext):
             params = run_info(app, run_id).params
-            trials = [t for t in run_failure_trials(app.store().engine, run_id) if t.mode == "e2e"]
-            results = whatif_from(params, opts, trials, cuts, None, STRATEGIES)
+            read = run_failure_trials(app.store().engine, run_id) if trials is None else trials
+            results = whatif_from(params, opts, [t for t in read if t.mode == "e2e"], cuts, None, STRATEGIES)
         else:
-            results = run_whatif(app, run_id, opts, cuts, None, STRATEGIES)
+            results = run_whatif(app, run_id, opts, cuts, None, STRATEGIES, trials)
     except InputError:
         return {}
     out = {}

@@ -8,13 +8,12 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.resume import given_label_flags
-from ragqual.app.whatif_run import measured_advice
 from ragqual.app.generation_run import (
     DEFAULTS,
     GenerationOptions,
     GenerationOutcome,
+    decomposition,
     extra_calls,
-    gap_causes,
     generation_tier,
     parse_modes,
     pick_goldens,
@@ -154,8 +153,8 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, w
                 strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold,
                 with_mock_line=not no_mock_line, name=name, run_tags=run_tags, axes=tuple(axes), worker=worker)
             result = generation_tier(app, corpus_opts, options, progress)
-    causes = gap_causes(app, result.run_id) if all_modes or {ln.mode for ln in result.lines} == set(MODES) else None
-    advice = measured_advice(app, result.run_id, corpus_opts, causes) if causes and not app.as_json else None
+    causes, advice = (decomposition(app, result.run_id, corpus_opts, not app.as_json)
+                      if all_modes or {ln.mode for ln in result.lines} == set(MODES) else (None, None))
     print_generation(app, result, causes, advice)
     if worker:
         worker_done(result.outcome)

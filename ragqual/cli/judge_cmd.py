@@ -108,7 +108,8 @@ def print_pair_section(o: PairOutcome) -> None:
 def judge_audit_cmd(app: AppContext, run_id: int, judge: str | None) -> None:
     """Measure how far the judge agrees with RUN_ID's human labels, criterion by criterion.
 
-    Cohen's kappa with both base rates, the confusion matrix, accuracy, the trials where judge and
+    Cohen's kappa with both base rates, the confusion matrix, accuracy, the AUC of the judge's
+    P(yes) against the labels (how well it ranks, whatever the threshold), the trials where judge and
     human disagree, the judge's self-consistency, and the judged mean as a PPI++ interval beside the
     labels-only and judge-only ones. Each audit is appended as a row keyed on the rubric hash and the
     judge's digest.
@@ -122,15 +123,15 @@ def judge_audit_cmd(app: AppContext, run_id: int, judge: str | None) -> None:
     first = audits[0]
     click.echo(f"judge audit of run {run_id}: {first.judge_model} (digest {first.judge_digest or '-'}), "
                f"judge run {first.payload.get('judge_run')}")
-    click.echo("| criterion | n | kappa | human yes | judge yes | accuracy | tn fp fn tp | unsure | "
+    click.echo("| criterion | n | kappa | human yes | judge yes | accuracy | AUC | tn fp fn tp | unsure | "
                "self-consistency | PPI++ mean [95% CI] | labels only | judge only |")
-    click.echo("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    click.echo("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for a in audits:
         p = a.payload
         (tn, fp), (fn, tp) = p["confusion"]
         consistency = (p.get("self_consistency") or {}).get("share")
         click.echo(f"| {a.criterion} | {p['n']} | {_num(p['kappa'])} | {_num(p['human_rate'])} | "
-                   f"{_num(p['judge_rate'])} | {_num(p['accuracy'])} | {tn} {fp} {fn} {tp} | {p['unsure']} | "
+                   f"{_num(p['judge_rate'])} | {_num(p['accuracy'])} | {_num(p.get('auc'))} | {tn} {fp} {fn} {tp} | {p['unsure']} | "
                    f"{_num(consistency)} | {_ci(p['ppi'])} | {_ci(p['labels_only'])} | {_ci(p['judge_only'])} |")
     for a in audits:
         if a.payload["disagreements"]:

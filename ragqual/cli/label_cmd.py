@@ -23,7 +23,7 @@ def on_terminal() -> bool:
 @click.command("label")
 @click.argument("run_id", type=int)
 @click.option("--sample", "sample", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Label a uniform random sample of N trials (what valid intervals need).")
+              help="Label a uniform random sample of N answered trials (what valid intervals need).")
 @click.option("--seed", "seed", type=int, default=0, show_default=True,
               help="Seed of the sample: the same seed draws the same trials in the same order.")
 @click.option("--failures", is_flag=True, help="Walk only the trials that did not pass (or failed to run).")

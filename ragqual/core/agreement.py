@@ -6,6 +6,9 @@ would say. This module holds the pure arithmetic of that evidence:
 - `cohen_kappa` / `agreement`: Cohen's kappa between human labels and judge verdicts on the same
   trials, with both base rates (a kappa without them hides a judge that says "yes" to all), the
   confusion matrix, the raw accuracy and the positions where the two disagree.
+- `rank_auc`: how well the judge's continuous score (P(yes)) orders the human yes above the
+  human no, whatever threshold it is read at: a judge can rank well yet be miscalibrated (say yes
+  to nearly everything at 0.5), which kappa alone hides and which PPI, using the score itself, uses.
 - `self_consistency`: whether K samples of the judge on one item say the same thing.
 - `swap_consistency`: whether a pairwise judge names the same winner when the two answers are
   shown in the other order (position bias).
@@ -200,3 +203,26 @@ def swap_consistency(forward: Sequence[str | None], backward: Sequence[str | Non
     if n == 0:
         return Consistency(None, 0, excluded)
     return Consistency(same / n, n, excluded, first_position_rate=first / decisive if decisive else None)
+
+
+def rank_auc(human: Sequence[int], scores: Sequence[float]) -> float | None:
+    """The area under the ROC curve of `scores` against the human verdicts (1 yes, 0 no): the
+    chance that a random human-yes trial scores above a random human-no one, ties counting a half
+    (the Mann-Whitney U over n_yes * n_no). None when either class is missing."""
+    _check_binary(human, "human")
+    if len(human) != len(scores):
+        raise InputError(f"{len(human)} human verdicts but {len(scores)} judge scores")
+    yes = sorted(s for h, s in zip(human, scores) if h == 1)
+    no = sorted(s for h, s in zip(human, scores) if h == 0)
+    if not yes or not no:
+        return None
+    wins = 0.0
+    below = ties = 0  # no-scores below / equal to the current yes-score, advanced monotonically
+    for score in yes:
+        while below < len(no) and no[below] < score:
+            below += 1
+        ties = below
+        while ties < len(no) and no[ties] == score:
+            ties += 1
+        wins += below + (ties - below) / 2
+    return wins / (len(yes) * len(no))

@@ -15,7 +15,7 @@ applies them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 import regex
@@ -53,10 +53,6 @@ def _pattern(source: str, flags: int = regex.IGNORECASE) -> regex.Pattern[str]:
     return regex.compile(source, flags)
 
 
-def _has_word(text: str) -> bool:
-    return _pattern(r"[\p{L}\p{N}]", 0).search(text) is not None
-
-
 _EDGES = " \t\"'\u201c\u201d()[]*_,"
 
 
@@ -71,12 +67,16 @@ def _any_match(patterns: Iterable[regex.Pattern[str]], text: str) -> bool:
 
 def clauses(answer: str) -> list[str]:
     """The answer cut at `CLAUSE_BREAK`, each clause without its opening conjunction and quotes."""
-    out = []
-    for piece in _pattern(CLAUSE_BREAK).split(_fold(answer)):
-        clause = _pattern(CLAUSE_LEAD).sub("", piece.strip(_EDGES)).strip(_EDGES)
-        if _has_word(clause):
-            out.append(clause)
-    return out
+    return list(iter_clauses(answer))
+
+
+def iter_clauses(answer: str) -> Iterator[str]:
+    """`clauses`, one at a time: a reader that stops at the first clause it needs cuts no further."""
+    lead, has_word = _pattern(CLAUSE_LEAD), _pattern(r"[\p{L}\p{N}]", 0)
+    for piece in _pattern(CLAUSE_BREAK).splititer(_fold(answer)):
+        clause = lead.sub("", piece.strip(_EDGES)).strip(_EDGES)
+        if has_word.search(clause) is not None:
+            yield clause
 
 
 def clause_kind(clause: str) -> str:
@@ -114,8 +114,13 @@ def is_refusal(answer: str) -> bool:
     """The answer declines and gives nothing else: a clause says it does not know, that the
     information is not there, or only that it is not sure, and no clause answers ("I don't know;
     boil it for 1 minute" answers)."""
-    kinds = {clause_kind(c) for c in clauses(answer)}
-    return "refusal" in kinds and "content" not in kinds
+    declines = False
+    for clause in iter_clauses(answer):  # the first content clause settles it: no need to read on
+        kind = clause_kind(clause)
+        if kind == "content":
+            return False
+        declines = declines or kind == "refusal"
+    return declines
 
 
 @lru_cache(maxsize=_MEMO)
@@ -140,6 +145,7 @@ def leaks_retrieval(answer: str) -> bool:
     return _any_match(_patterns("leak"), answer)
 
 
+@lru_cache(maxsize=_MEMO)
 def has_think_tags(answer: str) -> bool:
     """Reasoning markup (<think>, </reasoning>, <|thinking|>, [THINK] ...) reached the answer."""
     return _pattern(THINK_TAG_PATTERN).search(answer) is not None
@@ -169,7 +175,19 @@ def groundedness(answer: str, context: str | Sequence[str]) -> float | None:
     Returns None when the answer has no such figure.
     """
     joined = context if isinstance(context, str) else "\n".join(context)
-    claims = {f for f in read_figures(answer) if _is_claim(f)}
+    claims = _claims(answer)
     if not claims:
         return None
-    return len(claims & set(read_figures(joined))) / len(claims)
+    return len(claims & _figures(joined)) / len(claims)
+
+
+@lru_cache(maxsize=_MEMO)
+def _figures(text: str) -> frozenset[Figure]:
+    """The distinct figures of `text`, read once per distinct text (contexts repeat across
+    repeats, modes and what-if settings)."""
+    return frozenset(read_figures(text))
+
+
+@lru_cache(maxsize=_MEMO)
+def _claims(answer: str) -> frozenset[Figure]:
+    return frozenset(f for f in _figures(answer) if _is_claim(f))

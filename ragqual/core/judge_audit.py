@@ -4,8 +4,9 @@ Inputs are plain data: per trial, the human verdict (`yes` | `no` | `unsure`; se
 are reduced by majority, a tie is `unsure`) and the judge's samples as (score, verdict) with
 None for an unreadable reply. The judge's verdict on a trial is its mean score over readable
 samples, `yes` from 0.5 up. The payload holds Cohen's kappa with both base rates, the confusion
-matrix, accuracy, the trial ids where judge and human disagree, the judge's self-consistency,
-and the judged mean three ways: PPI++ (labelled and judge-only trials together), labels only,
+matrix, accuracy, the AUC of the judge's score against the labels (its ranking, whatever the
+threshold), the trial ids where judge and human disagree, the judge's self-consistency, and the
+judged mean three ways: PPI++ (labelled and judge-only trials together), labels only,
 and judge only.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragqual.core.agreement import UNSURE, agreement, self_consistency
+from ragqual.core.agreement import UNSURE, agreement, rank_auc, self_consistency
 from ragqual.core.ppi import classical_mean_ci, judge_only_mean_ci, ppi_mean_ci
 from ragqual.errors import InputError
 
@@ -55,6 +56,7 @@ def audit_payload(human: Mapping[int, Sequence[str]], judge: Mapping[int, Sequen
     y = [1.0 if w == "yes" else 0.0 for w, t in zip(words, labelled) if w != UNSURE and scores[t] is not None]
     f = [float(scores[t] or 0.0) for w, t in zip(words, labelled) if w != UNSURE and scores[t] is not None]
     unlabelled = [float(s) for t, s in scores.items() if t not in human and s is not None]
+    body["auc"] = rank_auc([int(v) for v in y], f)
     body["ppi"] = _interval(ppi_mean_ci, y, f, unlabelled, alpha)
     body["labels_only"] = _interval(classical_mean_ci, y, alpha)
     body["judge_only"] = _interval(judge_only_mean_ci, [float(s) for s in scores.values() if s is not None], alpha)

@@ -105,10 +105,20 @@ def evidence(q: Question, ids: Sequence[str], context: str) -> Evidence:
     return Evidence(q.expect_refusal, q.relevant_docs, tuple(ids), context, "", q.must_include, q.must_not_include)
 
 
+def context_ids(q: Question, setting: Setting) -> tuple[str, ...]:
+    """The chunk ids `setting` hands question `q`, in rank order."""
+    cand_ids, sims = q.candidates(setting.strategy)
+    return tuple(cand_ids[i] for i in context_indices(sims, setting.threshold, setting.context_k))
+
+
 def outcome(q: Question, setting: Setting, own: Setting, texts: Mapping[str, str], matches: Matcher,
             reader: Reader | None = None) -> Outcome:
-    cand_ids, sims = q.candidates(setting.strategy)
-    ids = [cand_ids[i] for i in context_indices(sims, setting.threshold, setting.context_k)]
+    return outcome_of(q, list(context_ids(q, setting)), own, texts, matches, reader)
+
+
+def outcome_of(q: Question, ids: Sequence[str], own: Setting, texts: Mapping[str, str], matches: Matcher,
+               reader: Reader | None = None) -> Outcome:
+    """One question with the context `ids` (what `outcome` reads once it has cut the candidates)."""
     passages = [texts[i] for i in ids]
     e = evidence(q, ids, "\n\n".join(passages))
     own_ids = [q.candidate_ids[i] for i in context_indices(q.similarities, own.threshold, own.context_k)]
@@ -145,8 +155,19 @@ def aggregate(setting: Setting, questions: Sequence[Question], outcomes: Sequenc
 
 def evaluate(questions: Sequence[Question], settings: Sequence[Setting], own: Setting, texts: Mapping[str, str],
              matches: Matcher, reader: Reader | None = None) -> dict[Setting, list[Outcome]]:
-    """Every question's outcome under every setting."""
-    return {s: [outcome(q, s, own, texts, matches, reader) for q in questions] for s in settings}
+    """Every question's outcome under every setting. The settings that hand a question the same
+    context (most cut-offs do: the similarities fall in steps) share one outcome, computed once."""
+    memo: list[dict[tuple[str, ...], Outcome]] = [{} for _ in questions]
+    out: dict[Setting, list[Outcome]] = {}
+    for s in settings:
+        row = out[s] = []
+        for q, seen in zip(questions, memo):
+            ids = context_ids(q, s)
+            got = seen.get(ids)
+            if got is None:
+                got = seen[ids] = outcome_of(q, ids, own, texts, matches, reader)
+            row.append(got)
+    return out
 
 
 def rows_for(questions: Sequence[Question], outcomes: Mapping[Setting, Sequence[Outcome]],

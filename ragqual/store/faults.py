@@ -60,7 +60,7 @@ def remember(url: str) -> None:
 def masked_url(url: str | URL) -> str:
     """A URL for a message: everything between `://` and the last `@` (its user and password)
     becomes ***, whether or not SQLAlchemy could parse it."""
-    text = url.render_as_string(hide_password=True) if isinstance(url, URL) else url
+    text = url.render_as_string(hide_password=True) if isinstance(url, URL) else str(url)  # a Path too
     scheme, sep, rest = text.partition("://")
     if sep and "@" in rest:
         rest = f"{MASK}@{rest.rsplit('@', 1)[1]}"

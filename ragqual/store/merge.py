@@ -5,7 +5,9 @@ case aliases) are interned by their content keys, so a case both sources ran is 
 target. Every run is copied with everything that belongs to it (events, trials, assertion and
 score rows, metric values, retrieval rows, labels, costs, judgements, judge audits), its ids
 remapped, in one transaction of the target's run store: the target seals the copied rows in its
-own chain, as if they had been appended there.
+own chain, as if they had been appended there. Ids written inside JSON (a judge run's target run in
+its params, the judge run and trials an audit names in its payload: `JSON_REFS`) are remapped too;
+audits are copied last, once every run they may name is.
 
 What keeps a source verifiable: each copied run gets a `merged` event, second after its
 `started`, whose detail records the source's file name, the digest that names the source
@@ -48,7 +50,8 @@ DEFINITIONS: dict[str, tuple[str, ...]] = {
     "texts": ("sha256",),  # trials name their long texts by sha256 (migration 0012): no id to remap
 }
 TRIAL_ROWS = ("assertion_results", "trial_scores", "trial_costs")  # owned through trial_id
-RUN_ROWS = ("metric_values", "retrieval_results", "retrieval_rankings", "labels", "judgements", "judge_audits")
+RUN_ROWS = ("metric_values", "retrieval_results", "retrieval_rankings", "labels", "judgements")
+LATE_ROWS = ("judge_audits",)  # sealed with no run, copied once every run is: they name later runs
 # Foreign keys to remap: column -> the table whose id it names.
 REFS: dict[str, dict[str, str]] = {
     "run_events": {"run_id": "runs"},
@@ -63,6 +66,16 @@ REFS: dict[str, dict[str, str]] = {
     "labels": {"run_id": "runs", "trial_id": "trials"},
     "judgements": {"run_id": "runs", "target_run_id": "runs", "trial_id": "trials"},
     "judge_audits": {"run_id": "runs"},
+}
+# Ids written inside JSON columns: column -> path of keys -> the table whose id(s) it names (an
+# int or a list of ints). A judge run names its target (and pairwise other) run in its params; an
+# audit names the judge run and trials of the audited run in its payload.
+_RUN_PARAMS = {"target_run": "runs", "pairwise": "runs"}
+JSON_REFS: dict[str, dict[str, dict[tuple[str, ...], str]]] = {
+    "runs": {"params": {(k,): t for k, t in _RUN_PARAMS.items()},
+             "provenance": {("params", k): t for k, t in _RUN_PARAMS.items()}},
+    "judge_audits": {"payload": {("judge_run",): "runs", ("disagreements",): "trials",
+                                 ("labelled_unjudged",): "trials"}},
 }
 Rows = list[dict[str, Any]]
 IdMap = dict[str, dict[int, int]]
@@ -112,7 +125,8 @@ def _run_rows(conn: Connection, run: int) -> dict[str, int]:
         return int(conn.execute(select(func.count()).select_from(t).where(where(t))).scalar_one())
 
     trials = select(_table("trials").c.id).where(_table("trials").c.run_id == run)
-    found = {t: counted(t, lambda x: x.c.run_id == run) for t in ("run_events", "trials", *RUN_ROWS)}
+    owned = ("run_events", "trials", *RUN_ROWS, *LATE_ROWS)
+    found = {t: counted(t, lambda x: x.c.run_id == run) for t in owned}
     found.update({t: counted(t, lambda x: x.c.trial_id.in_(trials)) for t in TRIAL_ROWS})
     return found
 
@@ -191,12 +205,39 @@ def _append(session: Session, table: str, rows: Rows, ids: IdMap) -> None:
         for column, target in refs.items():
             if new.get(column) is not None:
                 new[column] = _mapped(ids, target, new[column], table, column)
+        for column, paths in JSON_REFS.get(table, {}).items():
+            if new.get(column) is not None:
+                new[column] = _remapped_json(new[column], paths, ids, table, column)
         payload.append(new)
     conn = session.connection()
     before = conn.execute(select(t.c.id).order_by(t.c.id.desc()).limit(1)).scalar_one_or_none() or 0
     bulk_insert(session, t, payload)
     new_ids = list(conn.execute(select(t.c.id).where(t.c.id > before).order_by(t.c.id)).scalars())
     ids.setdefault(table, {}).update(zip((r["id"] for r in rows), new_ids, strict=True))
+
+
+def _remapped_json(value: str, paths: dict[tuple[str, ...], str], ids: IdMap, owner: str, column: str) -> str:
+    """The JSON text with the ids at `paths` remapped, written back in the store's key order
+    (sorted keys); a text that is not a JSON object, or lacks the paths, comes back unchanged."""
+    try:
+        body = json.loads(value)
+    except ValueError:
+        return value
+    changed = False
+    for path, table in paths.items():
+        holder = body
+        for key in path[:-1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if not isinstance(holder, dict) or holder.get(path[-1]) is None:
+            continue
+        old = holder[path[-1]]
+        where = f"{column}.{'.'.join(path)}"
+        if isinstance(old, list):
+            holder[path[-1]] = [_mapped(ids, table, int(i), owner, where) for i in old]
+        else:
+            holder[path[-1]] = _mapped(ids, table, int(old), owner, where)
+        changed = True
+    return json.dumps(body, ensure_ascii=False, sort_keys=True) if changed else value
 
 
 def _mapped(ids: IdMap, table: str, old: int, owner: str, column: str) -> int:
@@ -302,4 +343,12 @@ def merge_into(target: RunStore, source_engine: Engine, source: SourceHistory, p
             for event in later:
                 _copy_event_sealed(target, event, new_run, ids)
             done.append(MergedRun(item.source_run, new_run, True))
+        copied = [item.source_run for item in plan if item.copied]
+        if copied:
+            target._write(lambda session: _copy_late_rows(session, src, copied, ids))
     return done
+
+
+def _copy_late_rows(session: Session, source: Connection, runs: list[int], ids: IdMap) -> None:
+    for table in LATE_ROWS:
+        _append(session, table, _read(source, table, lambda t: t.c.run_id.in_(runs)), ids)

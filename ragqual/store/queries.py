@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Engine, bindparam, text
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.errors import InputError
 from ragqual.store.records import run_status
+from ragqual.store.score_choice import newest_score_join
 from ragqual.store.sealed_rows import covered
 
 RUNS_SQL = """
@@ -50,15 +51,6 @@ def runs_frame(engine: Engine, kind: str | None = None, limit: int | None = None
     if "status" in frame:
         frame["status"] = frame["status"].map(run_status)
     return frame.iloc[::-1].reset_index(drop=True)
-
-
-def _newest_score_join(scorer_version: int | None) -> str:
-    only = "AND s2.scorer_version = :scorer_version" if scorer_version is not None else ""
-    return f"""
-LEFT JOIN trial_scores s ON s.id = (
-    SELECT s2.id FROM trial_scores s2
-    WHERE s2.trial_id = t.id AND s2.scorer_name = :scorer_name {only} AND {covered('trial_scores', 's2.id')}
-    ORDER BY s2.scorer_version DESC, s2.id DESC LIMIT 1)"""
 
 
 ALIAS_COVERED = covered("case_aliases", "a.id")
@@ -92,7 +84,7 @@ def trial_rows(
     params: dict[str, object] = {"run_id": run_id, "scorer_name": scorer_name}
     if scorer_version is not None:
         params["scorer_version"] = scorer_version
-    sql = TRIALS_SQL.format(score_join=_newest_score_join(scorer_version))
+    sql = TRIALS_SQL.format(score_join=newest_score_join(scorer_version))
     with engine.connect() as conn:
         return [tuple(row) for row in conn.execute(text(sql), params).all()]
 

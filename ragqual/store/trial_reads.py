@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from ragqual.errors import InputError
 from ragqual.store import texts
 from ragqual.store.cost_reads import trial_costs
 from ragqual.store.records import AssertionRow, ScoreRow
-from ragqual.store.sealed_rows import is_covered
+from ragqual.store.score_choice import newest_score_join
+from ragqual.store.sealed_rows import covered, is_covered
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
@@ -99,55 +100,37 @@ class TrialFigureRow:
     currency: str | None = None  # of `cost`; None for a trial from before cost rows (migration 0011)
 
 
-def _pick_scores(
-    engine: Engine, run_id: int, trial_ids: list[int], scorer_name: str, scorer_version: int | None
-) -> dict[int, tuple[float, bool, int]]:
-    """trial id -> (score, perfect, version): the newest version (or the given one), newest row.
-
-    Only the run's own score rows are read (through its trials), from the covering index
-    (trial_id, scorer_name, scorer_version, id, score, perfect)."""
-    query = (select(TrialScore.trial_id, TrialScore.score, TrialScore.perfect, TrialScore.scorer_version,
-                    TrialScore.id)
-             .join(Trial, Trial.id == TrialScore.trial_id)
-             .where(Trial.run_id == run_id, TrialScore.scorer_name == scorer_name, is_covered("trial_scores")))
-    if scorer_version is not None:
-        query = query.where(TrialScore.scorer_version == scorer_version)
-    wanted = set(trial_ids)
-    best: dict[int, tuple[int, int, float, bool]] = {}
-    with engine.connect() as conn:
-        for trial_id, value, perfect, version, row_id in conn.execute(query):
-            if trial_id not in wanted:
-                continue
-            rank = (version, row_id)
-            if trial_id not in best or rank > best[trial_id][:2]:
-                best[trial_id] = (version, row_id, value, bool(perfect))
-    return {t: (v[2], v[3], v[0]) for t, v in best.items()}
+_FIGURES_SQL = f"""
+SELECT t.id, v.name, c.case_id, c.slug, t.mode, t.repeat_index, t.cost, t.latency_ms, t.cache_hit, t.error,
+       s.score, s.perfect, s.scorer_version
+FROM trials t
+JOIN cases c ON c.id = t.case_pk
+JOIN variant_configs v ON v.id = t.variant_id
+{{score_join}}
+WHERE t.run_id = :run_id AND {covered('trials', 't.id')}
+ORDER BY t.id"""
 
 
 def run_figures(
     engine: Engine, run_id: int, scorer_name: str, scorer_version: int | None = None,
     pricing_snapshot: int | None = None,
 ) -> list[TrialFigureRow]:
-    """Each trial of a run with its score row and its cost: the newest cost row, or the row under
-    `pricing_snapshot` (ragqual.store.cost_reads)."""
-    query = (
-        select(Trial.id, VariantConfig.name, CaseDef.case_id, CaseDef.slug, Trial.mode,
-               Trial.repeat_index, Trial.cost, Trial.latency_ms, Trial.cache_hit, Trial.error)
-        .join(CaseDef, CaseDef.id == Trial.case_pk)
-        .join(VariantConfig, VariantConfig.id == Trial.variant_id)
-        .where(Trial.run_id == run_id, is_covered("trials"))
-        .order_by(Trial.id)
-    )
+    """Each trial of a run with the score row that counts (ragqual.store.score_choice) and its
+    cost: the newest cost row, or the row under `pricing_snapshot` (ragqual.store.cost_reads)."""
+    params: dict[str, object] = {"run_id": run_id, "scorer_name": scorer_name}
+    if scorer_version is not None:
+        params["scorer_version"] = scorer_version
     with engine.connect() as conn:
-        rows = conn.execute(query).all()
-    scores = _pick_scores(engine, run_id, [r[0] for r in rows], scorer_name, scorer_version)
+        rows = conn.execute(text(_FIGURES_SQL.format(score_join=newest_score_join(scorer_version))), params).all()
     costs = trial_costs(engine, run_id, pricing_snapshot)
     out = []
-    for r in rows:
-        score, perfect, version = scores.get(r[0], (None, None, None))
-        cost = costs.get(r[0])
-        out.append(TrialFigureRow(r[0], r[1], r[2], r[3], r[4], r[5], score, perfect, version,
-                                  cost.cost if cost else r[6], r[7], bool(r[8]), r[9], cost.currency if cost else None))
+    for tid, variant, case_id, slug, mode, repeat, trial_cost, latency, cache_hit, error, score, perfect, version \
+            in rows:
+        cost = costs.get(tid)
+        out.append(TrialFigureRow(tid, variant, case_id, slug, mode, repeat, score,
+                                  None if perfect is None else bool(perfect), version,
+                                  cost.cost if cost else trial_cost, latency, bool(cache_hit), error,
+                                  cost.currency if cost else None))
     return out
 
 

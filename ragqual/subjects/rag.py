@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ragqual.vocab import ChatRequest, ChatResponse
@@ -294,14 +294,26 @@ def metrics_from_outcomes(expect_refusal: bool, outcomes: Sequence[Outcome], ans
     def failed(category: str) -> float | None:
         return None if category not in by else float(not all(by[category]))
 
-    correct = all_passed("refusal") if expect_refusal else float(all(by.get("correctness", [])))
     return {
-        "correctness": correct,
+        "correctness": _correctness(expect_refusal, by),
         "refusalCorrectness": all_passed("refusal"),
         "leakage": failed("leakage"),
         "groundedness": answer_metrics.groundedness(answer, context),
         "thinkTagLeak": failed("think-tags"),
     }
+
+
+def _correctness(expect_refusal: bool, by: Mapping[str, Sequence[bool]]) -> float | None:
+    """`correctness` from the passes of each assertion category (the one rule)."""
+    if expect_refusal:
+        return float(all(by["refusal"])) if "refusal" in by else None
+    return float(all(by.get("correctness", [])))
+
+
+def correctness_category(expect_refusal: bool) -> str:
+    """The one assertion category `correctness` reads: declining on an out-of-corpus question,
+    the mustInclude / mustNotInclude patterns otherwise."""
+    return "refusal" if expect_refusal else "correctness"
 
 
 def context_metrics(golden: dict[str, Any], raw: Any, context: str) -> dict[str, float | None]:
@@ -328,3 +340,15 @@ def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float 
     case = golden_case(golden)
     outcomes = [e.outcome for e in evaluate_all(case.assertions, answer, TrialContext(case=case, context=context))]
     return metrics_from_outcomes(golden.expect_refusal, outcomes, answer, context)
+
+
+def answer_correctness(golden: Golden, answer: str, context: str, case: Case | None = None) -> float | None:
+    """`answer_scores(golden, answer, context)["correctness"]`, evaluating only the assertions it
+    reads (`case`: the golden's case, when the caller built it once)."""
+    from ragqual.engine.scorers import evaluate_all
+
+    case = case or golden_case(golden)
+    wanted = correctness_category(golden.expect_refusal)
+    checks = [a for a in case.assertions if a.category == wanted]
+    passed = [e.outcome.counts_as_passed for e in evaluate_all(checks, answer, TrialContext(case=case, context=context))]
+    return _correctness(golden.expect_refusal, {wanted: passed} if passed else {})

@@ -81,6 +81,12 @@ def test_parse_url_refuses_each_shape_with_input_error(url):
     assert PASSWORD not in str(caught.value)
 
 
+def test_parse_url_given_a_path_object_is_an_input_error_not_a_crash(tmp_path):
+    # a pathlib.Path is not a URL SQLAlchemy reads; the message used to crash building its text
+    with pytest.raises(InputError, match="cannot be used"):
+        parse_url(tmp_path / "eval.db")  # type: ignore[arg-type]
+
+
 def test_parse_url_accepts_the_usual_shapes(tmp_path):
     for url in (f"sqlite:///{tmp_path}/eval.db", "sqlite://", "sqlite:///:memory:",
                 "postgresql://u:pw@127.0.0.1:5432/x", "postgresql+psycopg://u@host/x"):

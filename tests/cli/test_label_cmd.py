@@ -191,3 +191,22 @@ def test_a_bad_line_is_refused_naming_file_and_line_and_nothing_is_written(workd
 def test_labels_are_verified_with_their_run(workdir, run_id):
     result = invoke("verify", str(run_id))
     assert result.exit_code == 0, result.output
+
+
+def test_a_sample_is_drawn_from_answered_trials_only(workdir):
+    # answers for two goldens only: the other trials of the run are trial errors, with nothing to
+    # label and nothing a judge scores, so a sample (the labels PPI pairs with judge scores) skips them
+    answers = workdir / "two-answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": cid, "answer": "Push hard and fast."}) + "\n"
+                               for cid in ("first-aid-cpr-rate-acronym-01", "first-aid-aed-acronym-01")))
+    result = invoke("--json", "generation", "--model", f"answers:{answers}", "--no-mock-line", "--mode", "e2e",
+                    "--limit", "5", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    run = int(json.loads(result.stdout)["run_id"])
+    with _db(workdir) as con:
+        answered = {t for (t,) in con.execute("SELECT id FROM trials WHERE run_id = ? AND error IS NULL", (run,))}
+        errored = {t for (t,) in con.execute("SELECT id FROM trials WHERE run_id = ? AND error IS NOT NULL", (run,))}
+    assert len(answered) == 2 and errored
+    assert sorted(_queue(run, "gil", sample=5, seed=0).session.order) == sorted(answered)
+    assert set(_queue(run, "gil").session.order) == answered | errored  # the whole queue still walks every trial
+    assert errored <= set(_queue(run, "gil", failures=True, sample=5).session.order)  # so do failures

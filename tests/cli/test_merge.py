@@ -217,3 +217,34 @@ def test_texts_stored_by_hash_come_along_once(histories, tmp_path, capsys):
     assert count(c, "SELECT COUNT(*) FROM trials t LEFT JOIN texts x ON x.sha256 = t.context_sha256 "
                     "WHERE t.context_sha256 IS NOT NULL AND x.id IS NULL") == 0
     assert count(c, "SELECT COUNT(*) FROM texts") == count(c, "SELECT COUNT(DISTINCT sha256) FROM texts")
+
+
+def test_run_and_trial_ids_inside_json_are_remapped(histories, tmp_path, capsys):
+    """A judge run names its target run in its params, and a judge audit names the judge run and
+    trials in its payload: in the merged history they name the merged rows, not the source's ids."""
+    import json
+
+    a, b = histories
+    ok(capsys, "--db", str(b), "judge", "1", "--judge", "mock", "--criteria", "faithfulness")  # run 2 of b
+    with sqlite3.connect(b) as con:
+        trials = [t for (t,) in con.execute("SELECT id FROM trials WHERE run_id = 1 ORDER BY id")]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({"trial_id": t, "criterion": "faithfulness", "verdict": v}) + "\n"
+                              for t, v in zip(trials, ["yes", "no", "no", "yes"])))
+    ok(capsys, "--db", str(b), "labels", "import", str(labels), "--run", "1")
+    ok(capsys, "--db", str(b), "judge", "audit", "1")
+    c = tmp_path / "c.db"
+    out = ok(capsys, "merge", str(a), str(b), "--into", str(c))
+    assert "b.db: 2 run(s) copied as run(s) 3, 4" in out
+    with sqlite3.connect(c) as con:
+        params = json.loads(con.execute("SELECT params FROM runs WHERE id = 4").fetchone()[0])
+        payload = json.loads(con.execute("SELECT payload FROM judge_audits WHERE run_id = 3").fetchone()[0])
+        merged = [t for (t,) in con.execute("SELECT id FROM trials WHERE run_id = 3 ORDER BY id")]
+    with sqlite3.connect(b) as con:
+        source = json.loads(con.execute("SELECT payload FROM judge_audits WHERE run_id = 1").fetchone()[0])
+    to_merged = dict(zip(trials, merged, strict=True))
+    assert params["target_run"] == 3
+    assert payload["judge_run"] == 4
+    assert source["disagreements"] and payload["disagreements"] == [to_merged[t] for t in source["disagreements"]]
+    assert ok(capsys, "--db", str(c), "verify").splitlines()[0].startswith("4 sealed run(s), 0 unsealed")
+    assert "judge run 4" in ok(capsys, "--db", str(c), "judge", "audit", "3")

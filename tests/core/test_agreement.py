@@ -1,10 +1,11 @@
 import itertools
 import math
+import random
 
 import numpy as np
 import pytest
 
-from ragqual.core.agreement import agreement, cohen_kappa, self_consistency, swap_consistency
+from ragqual.core.agreement import agreement, cohen_kappa, rank_auc, self_consistency, swap_consistency
 from ragqual.errors import InputError
 
 # --- Cohen's kappa: hand-computed cases ---------------------------------------------------------
@@ -178,3 +179,37 @@ def test_as_dict_is_json_ready():
         "kappa": pytest.approx(0.4), "kappa_reason": None, "n": 10, "accuracy": pytest.approx(0.7),
         "human_rate": pytest.approx(0.6), "judge_rate": pytest.approx(0.5), "confusion": [[3, 1], [2, 4]],
         "disagreements": [4, 5, 6], "unsure": 0, "judge_missing": 0}
+
+
+def test_rank_auc_of_a_hand_counted_case():
+    # yes 0.9, 0.6, 0.4 against no 0.6, 0.3: 0.9 beats both (2), 0.6 ties one and beats one (1.5), 0.4 beats one (1)
+    assert rank_auc([1, 1, 1, 0, 0], [0.9, 0.6, 0.4, 0.6, 0.3]) == pytest.approx(4.5 / 6)
+
+
+def test_rank_auc_is_one_for_a_perfect_ranking_zero_for_an_inverted_one_and_a_half_for_all_ties():
+    assert rank_auc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4]) == 1.0
+    assert rank_auc([1, 1, 0, 0], [0.1, 0.2, 0.3, 0.4]) == 0.0
+    assert rank_auc([1, 0, 1, 0], [0.5, 0.5, 0.5, 0.5]) == 0.5
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_rank_auc_is_the_mann_whitney_u_over_the_pairs(seed):
+    stats = pytest.importorskip("scipy.stats")
+    rng = random.Random(seed)
+    n = rng.randint(2, 60)
+    human = [rng.randint(0, 1) for _ in range(n)]
+    human[0], human[1] = 0, 1
+    scores = [round(rng.random(), 1) for _ in range(n)]  # rounded, so ties occur
+    yes = [s for h, s in zip(human, scores) if h]
+    no = [s for h, s in zip(human, scores) if not h]
+    u = stats.mannwhitneyu(yes, no, alternative="two-sided").statistic
+    assert rank_auc(human, scores) == pytest.approx(u / (len(yes) * len(no)), abs=1e-12)
+
+
+def test_rank_auc_without_both_classes_is_none_and_bad_input_is_refused():
+    assert rank_auc([1, 1], [0.2, 0.9]) is None
+    assert rank_auc([], []) is None
+    with pytest.raises(InputError):
+        rank_auc([1, 2], [0.1, 0.2])
+    with pytest.raises(InputError):
+        rank_auc([1, 0], [0.1])

@@ -22,8 +22,11 @@ def test_kappa_confusion_disagreements_and_intervals():
     assert body["disagreements"] == [2]
     assert body["labels_only"]["estimate"] == 0.5 and body["judge_only"]["N"] == 7
     assert body["ppi"]["n"] == 4 and body["ppi"]["N"] == 2  # trials 6 and 8: judged, not labelled
+    # AUC over the labelled yes (0.9, 0.2) against no (0.1, 0.3): 0.9 beats both, 0.2 beats 0.1 -> 3/4
+    assert body["auc"] == pytest.approx(0.75)
 
 
 def test_too_few_labels_gives_a_note_not_a_crash():
     body = audit_payload({1: ["yes"]}, {1: [(0.9, "yes")], 2: [(0.4, "no"), (0.6, "yes")]})
     assert "note" in body["labels_only"] and body["self_consistency"]["n"] == 1
+    assert body["auc"] is None  # one class only: no ranking to measure
