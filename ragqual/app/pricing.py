@@ -9,7 +9,7 @@ run still records its (empty) snapshot and its trials' costs show `-`. A bad lis
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from ragqual.core.pricing import (EMPTY, PriceList, TrialCost, VariantCost, pric
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.engine.pricing import Pricing, price_run
 from ragqual.errors import InputError
-from ragqual.store.cost_reads import resolve_snapshot, run_snapshots
+from ragqual.store.cost_reads import CostValue, resolve_snapshot, run_snapshots
 from ragqual.store.cost_reads import snapshot as snapshot_info
 from ragqual.store.trial_reads import run_figures
 
@@ -81,8 +81,19 @@ def variant_cost_rows(engine: Engine, run_id: int, scorer_name: str = SCORER_NAM
                       scorer_version: int | None = None, snapshot: int | None = None) -> list[VariantCost]:
     """Cost per variant and per passing answer of a run's scored trials (newest cost rows, or
     the rows of the pinned `snapshot`)."""
-    rows = [r for r in run_figures(engine, run_id, scorer_name, scorer_version, snapshot) if r.score is not None]
-    return variant_costs(TrialCost(r.variant, bool(r.perfect), r.cost, r.currency) for r in rows)
+    figures = run_figures(engine, run_id, scorer_name, scorer_version, snapshot)
+    return variant_costs(TrialCost(r.variant, bool(r.perfect), r.cost, r.currency) for r in figures
+                         if r.score is not None)
+
+
+def scored_variant_costs(trials: Iterable[tuple[int, str, bool | None, bool]],
+                         costs: Mapping[int, CostValue]) -> list[VariantCost]:
+    """`variant_cost_rows` from trials already read: (trial id, variant, perfect, scored) in trial
+    order, with the run's `trial_costs` (which holds every trial of the run). A report has both
+    at hand, so it does not read the run's trials a second time."""
+    return variant_costs(TrialCost(variant, bool(perfect), costs[t].cost if t in costs else None,
+                                   costs[t].currency if t in costs else None)
+                         for t, variant, perfect, scored in trials if scored)
 
 
 def cost_frame(costs: Sequence[VariantCost]) -> pd.DataFrame:

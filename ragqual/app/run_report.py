@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 
 from ragqual.app.context import AppContext
 from ragqual.app.history_reads import history_head
-from ragqual.app.pricing import cost_frame, pricing_note, variant_cost_rows
+from ragqual.app.pricing import cost_frame, pricing_note, scored_variant_costs
 from ragqual.app.run_changes import changes_since_previous
 from ragqual.core.display import brief_params
 from ragqual.core.metric_names import display_order
@@ -85,12 +85,13 @@ def build_report(
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
     costs = trial_costs(engine, info.id, pricing_snapshot)
     trials["cost"] = trials["trial_id"].map(lambda t: costs[t].cost if t in costs else None).astype(float)
+    per_variant = scored_variant_costs(zip(trials["trial_id"].tolist(), trials["variant"].tolist(),
+                                           trials["perfect"].tolist(), trials["score"].notna().tolist()), costs)
     header["pricing"] = pricing_note(engine, info.id, pricing_snapshot)
     keys = group_keys(by, retrieval=False)
     trials = with_axis_columns(trials, keys, info)
     report = _trial_report(engine, title, header, trials, metrics, keys)
-    cost = ("cost per variant", cost_frame(variant_cost_rows(engine, info.id, scorer_name, scorer_version,
-                                                             pricing_snapshot)))
+    cost = ("cost per variant", cost_frame(per_variant))
     return _with_changes(engine, info, Report(report.title, report.header, [*report.sections, cost],
                                               [*report.notes, *notes]))
 
