@@ -156,6 +156,20 @@ def history_head(engine: Any) -> dict[str, str]:
     return {HEAD_KEY: head.text()} if head else {}
 
 
+def summarise_finished_runs(app: AppContext) -> tuple[list[int], int]:
+    """Append a summary row for each finished run that has no current one (runs finished before
+    migration 0013, or made stale by a rescore or a reprice), each in its own sealed transaction,
+    so `history` reads them from the summaries again. (run ids summarised, runs already current)."""
+    from ragqual.store import run_summaries
+
+    store = app.store(auto_create=False)
+    with store.engine.connect() as conn:
+        missing, current = run_summaries.finished_without_summary(conn)
+    for run_id in missing:
+        store.append_summary(run_id)
+    return missing, current
+
+
 def upgrade_schema(app: AppContext, revision: str) -> tuple[str | None, str | None]:
     """Upgrade (or create) the database; its revision before and after."""
     engine = db.make_engine(app.db_url)

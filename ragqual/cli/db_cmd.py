@@ -25,6 +25,19 @@ def upgrade_cmd(app: AppContext, revision: str) -> None:
     click.echo(f"{app.settings.db_url(app.db_url_override)}: {before or 'empty'} -> {after}")
 
 
+@db_group.command("summarise")
+@click.pass_obj
+def summarise_cmd(app: AppContext) -> None:
+    """Append a summary row for every finished run without a current one, so `history` reads it
+    from its summary: runs finished before schema 0013, or rescored or repriced since."""
+    from ragqual.app.history_reads import summarise_finished_runs
+
+    done, current = summarise_finished_runs(app)
+    shown = ", ".join(map(str, done[:20])) + (" ..." if len(done) > 20 else "")
+    click.echo(f"summarised {len(done)} finished run(s){': ' + shown if done else ''}; "
+               f"{current} already had a current summary")
+
+
 @db_group.command("current")
 @click.pass_obj
 def current_cmd(app: AppContext) -> None:

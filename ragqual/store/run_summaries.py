@@ -141,6 +141,20 @@ def current(conn: Connection, run_ids: Sequence[int]) -> dict[int, Summary]:
     return out
 
 
+FINISHED_SQL = """
+SELECT e.run_id FROM run_events e
+WHERE e.event = 'finished' AND e.id = (SELECT MAX(x.id) FROM run_events x WHERE x.run_id = e.run_id)
+ORDER BY e.run_id"""
+
+
+def finished_without_summary(conn: Connection) -> tuple[list[int], int]:
+    """(finished runs with no current summary, in id order; how many finished runs have one): a
+    run finished before migration 0013, or whose summary a rescore or reprice made stale."""
+    finished = [int(r) for (r,) in conn.execute(text(FINISHED_SQL))]
+    have = current_rows(conn, finished)
+    return [r for r in finished if r not in have], len(have)
+
+
 @dataclass(frozen=True)
 class Means:
     """`queries.metric_means` and `queries.score_means` of some runs, each run read from its

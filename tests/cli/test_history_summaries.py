@@ -95,3 +95,28 @@ def test_history_from_summaries_matches_history_from_rows_on_the_bundled_eval(ru
             assert summarised == from_rows, (args, fmt)
     code, out, err = _main(["verify"], capsys)
     assert code == 0, out + err
+
+
+def test_db_summarise_makes_a_stale_run_current_again_and_history_reads_the_same(runs, workdir, capsys):
+    from ragqual.store import db
+
+    def held() -> set[int]:
+        engine = db.make_engine(f"sqlite:///{workdir / 'eval-results' / 'eval.db'}")
+        try:
+            return set(run_summaries.history_means(engine, list(runs.values()), ["correctness"]).from_summaries)
+        finally:
+            engine.dispose()
+
+    code, before, err = _main(["history", "--limit", "0", "--format", "json"], capsys)
+    assert code == 0, err
+    assert runs["rescored"] not in held()  # the rescore made its summary stale
+    code, out, err = _main(["db", "summarise"], capsys)
+    assert code == 0, err
+    assert out.startswith("summarised ") and f"{runs['rescored']}" in out.split(";")[0]
+    assert runs["rescored"] in held()
+    code, after, err = _main(["history", "--limit", "0", "--format", "json"], capsys)
+    assert code == 0 and after == before, err
+    code, out, err = _main(["db", "summarise"], capsys)  # nothing left to do
+    assert code == 0 and out.startswith("summarised 0 finished run(s);"), out + err
+    code, out, err = _main(["verify"], capsys)
+    assert code == 0, out + err
