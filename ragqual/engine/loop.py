@@ -343,6 +343,7 @@ class _Appender:
                  clock: Callable[[], float] = time.monotonic):
         self.store, self.policy, self.after, self.durable, self.clock = store, policy, after, durable, clock
         self.waiting: list[tuple[_Done, TrialRecord]] = []
+        self.stored = 0  # trials appended (committed) by this appender
         self.last = clock()
         self._left: dict[tuple[int, int, int], int] = {}
         for slot in slots:
@@ -365,6 +366,7 @@ class _Appender:
         batch = self.waiting
         if batch:
             ids = self.store.append_trials([record for _, record in batch])
+            self.stored += len(ids)
             self.waiting = []
             for (done, _), trial_id in zip(batch, ids, strict=True):
                 self.after(done, trial_id)
@@ -572,6 +574,16 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
             progress(Progress(run_id, count[0], len(pending), done.slot, trial_id, first, done.record.error))
 
     sink = _Appender(store, policy or BatchPolicy(), pending, after, _durable(services))
+
+    def stored() -> int:
+        """The trials this invocation stored, for a run that stops early. A Ctrl-C or SIGTERM can
+        land between a batch's commit and the count of its trials (`after`), so a run that is this
+        process's alone is counted in the history itself; a worker's run is shared, so a worker
+        counts its own commits."""
+        if claims is None:
+            with contextlib.suppress(Exception):  # the run's own failure is what to report
+                return len(store.finished_slots(run_id)) - skipped
+        return sink.stored
     if progress is not None:
         progress(Progress(run_id, 0, len(pending)))
 
@@ -590,16 +602,17 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
                 _claim_until_done(store, run_id, claims, pending, every_slot, one_pass)
         except KeyboardInterrupt:
             sink.flush_at_end()
-            end("interrupted", {"trials_stored": count[0], "of": len(pending)})
-            raise RunInterrupted(run_id, count[0], len(pending)) from None
+            kept = stored()
+            end("interrupted", {"trials_stored": kept, "of": len(pending)})
+            raise RunInterrupted(run_id, kept, len(pending)) from None
         except CircuitOpen as exc:
             sink.flush_at_end()
-            end("failed", {"trials_stored": count[0], "of": len(pending),
+            end("failed", {"trials_stored": stored(), "of": len(pending),
                            "error": f"{type(exc).__name__}: {exc}"})
             raise exc.for_run(run_id, _resume_command(subject)) from None
         except BaseException as exc:
             sink.flush_at_end()
-            end("failed", {"trials_stored": count[0], "of": len(pending),
+            end("failed", {"trials_stored": stored(), "of": len(pending),
                            "error": f"{type(exc).__name__}: {exc}"})
             raise
         end("finished", {"trials_stored": count[0], "errors": trials.errors})

@@ -215,3 +215,21 @@ def test_the_last_batch_is_appended_before_finished_and_progress_sees_every_tria
     last_trial_seal = rows(db, "SELECT MAX(id) FROM seals WHERE rows LIKE '%\"trials\"%'")[0][0]
     finished_seal = rows(db, "SELECT MAX(id) FROM seals")[0][0]
     assert events[-1][0] == "finished" and last_trial_seal < finished_seal
+
+
+def test_an_interrupt_between_a_batch_commit_and_its_count_still_counts_every_stored_trial(store, cache):
+    # SIGTERM and Ctrl-C raise KeyboardInterrupt wherever the main thread is: here, while the
+    # trials of a committed batch of 3 are being reported (the second report). The run keeps 3.
+    seen = []
+
+    def progress(p):
+        seen.append(p)
+        if p.done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(loop.RunInterrupted) as caught:
+        run(ToySubject(cases(6)), store, cache, BatchPolicy(trials=3, ms=1e9), progress=progress)
+    db = store.engine.url.database
+    assert rows(db, "SELECT COUNT(*) FROM trials") == [(3,)]
+    assert caught.value.stored == 3
+    assert '"trials_stored": 3' in rows(db, "SELECT detail FROM run_events WHERE event='interrupted'")[0][0]
