@@ -2,7 +2,8 @@
 
     python datasets/judge-labels/export_judgements.py HISTORY.db JUDGE_RUN_ID OUT.jsonl
 
-Reads the history with raw sqlite3 (read-only). `model` is the model that produced the judged
+Reads the history with raw sqlite3 (read-only); the answer's raw output through the view
+`v_trial_texts`, which shows it from either layout (inline, or stored once by hash since 0012). `model` is the model that produced the judged
 answer as `labels.jsonl` names it (`mock`, `llamacpp:gemma3-270m`): for an answer replayed from an
 answers file, the `model` that file gives; else the variant's name. So each line joins a label on
 (case_id, model, mode, repeat, criterion). Each line: those keys, `p_yes` (the judge's score),
@@ -22,10 +23,10 @@ import sys
 def main(db: str, judge_run: int, out: str) -> None:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = con.execute(
-        "select c.case_id, v.name, t.raw_output, t.mode, t.repeat_index, j.criterion, j.score, j.verdict, j.rubric_version, "
+        "select c.case_id, v.name, x.raw_output, t.mode, t.repeat_index, j.criterion, j.score, j.verdict, j.rubric_version, "
         "j.rubric_sha256, j.judge_model, j.judge_digest, j.sample_index, j.cache_key, j.raw, j.error "
         "from judgements j join trials t on t.id = j.trial_id join cases c on c.id = t.case_pk "
-        "join variant_configs v on v.id = t.variant_id "
+        "join variant_configs v on v.id = t.variant_id join v_trial_texts x on x.trial_id = t.id "
         "where j.run_id = ? order by t.id, j.id", (judge_run,)).fetchall()
     models = set()
     with open(out, "w", encoding="utf-8") as handle:
