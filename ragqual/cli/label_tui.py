@@ -19,6 +19,10 @@ from ragqual.app.labelling import ReviewItem, ReviewQueue
 from ragqual.core.label_queue import CRITERIA, key_help
 
 MARK = {True: "pass", False: "FAIL", None: "not scored"}
+# Keys that move the trial's text, not the queue: a long context is taller than a terminal.
+SCROLL_KEYS = {"up": "scroll_up", "down": "scroll_down", "pageup": "scroll_page_up",
+               "pagedown": "scroll_page_down", "home": "scroll_home",
+               "end": "scroll_end"}
 
 
 def _checks(item: ReviewItem) -> Text:
@@ -117,6 +121,8 @@ class LabelApp(App[None]):
         event.stop()
         if event.key == "q":
             self.exit()
+        elif event.key in SCROLL_KEYS:
+            getattr(self.query_one("#body", VerticalScroll), SCROLL_KEYS[event.key])(animate=False)
         elif event.key == "n" and not self.queue.session.finished:
             note.value = self.queue.session.notes.get(self.queue.session.current or 0, "")
             note.add_class("open")

@@ -53,7 +53,7 @@ def key_help() -> str:
     for criterion in CRITERIA:
         keys = [f"{k} {v}" for k, (c, v) in VERDICT_KEYS.items() if c == criterion]
         lines.append(f"{criterion}: " + "  ".join(keys))
-    lines.append("n note  s skip  b/← back  →/enter next  q quit")
+    lines.append("n note  s skip  b/← back  →/enter next  ↑↓/PgUp/PgDn scroll  q quit")
     return "\n".join(lines)
 
 

@@ -120,6 +120,26 @@ def test_the_screen_shows_the_trial(workdir, run_id):
     assert any(relevant for _, relevant in item.chunks) == ("★ " in shown)
 
 
+def test_arrow_and_page_keys_scroll_a_tall_trial_and_write_nothing(workdir, run_id):
+    queue = _queue(run_id, "gil")
+    app = LabelApp(queue)
+
+    async def go() -> list[float]:
+        async with app.run_test(size=(80, 20)) as pilot:  # a short terminal: the trial is taller
+            await pilot.pause()
+            body = app.query_one("#body")
+            seen = [body.scroll_y]
+            for key in ("pagedown", "down", "end", "up", "home"):
+                await pilot.press(key)
+                await pilot.pause()
+                seen.append(body.scroll_y)
+            return [*seen, body.max_scroll_y]
+
+    start, page, line, end, up, home, most = asyncio.run(go())
+    assert start == 0 and 0 < page < line < end == most and up == end - 1 and home == 0
+    assert _labels(workdir, run_id, "gil") == [] and queue.session.position == 0
+
+
 def test_label_command_refuses_without_a_terminal(workdir, run_id, capsys):
     code, out, err = ragqual(workdir / "eval-results" / "eval.db", ["label", str(run_id)], capsys)
     assert code == 2 and out == ""
