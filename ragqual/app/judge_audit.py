@@ -46,17 +46,19 @@ def _pick(rows: list[JudgementRow], judge: str | None) -> list[JudgementRow]:
             (newest.judge_model, newest.rubric_sha256, newest.judge_digest)]
 
 
-def _evidence(app: AppContext, run_id: int,
-              judge: str | None) -> tuple[RunStore, dict[str, dict[int, list[str]]], list[JudgementRow]]:
-    """RUN's store, its current human labels (criterion -> trial -> verdicts) and its current
-    judge verdicts (pairwise ones aside); no verdicts at all is refused."""
+def _evidence(app: AppContext, run_id: int, judge: str | None,
+              labeller: str | None = None) -> tuple[RunStore, dict[str, dict[int, list[str]]], list[JudgementRow]]:
+    """RUN's store, its current human labels (criterion -> trial -> verdicts; one labeller's only
+    when `labeller` is given) and its current judge verdicts (pairwise ones aside); no verdicts at
+    all is refused."""
     from ragqual.store.labels import current_labels
 
     store = app.store(auto_create=False)
     store.get_run(run_id)
     human: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
     for label in current_labels(store.engine, run_id):
-        human[label.criterion][label.trial_id].append(label.verdict)
+        if labeller is None or label.labeller == labeller:
+            human[label.criterion][label.trial_id].append(label.verdict)
     verdicts = [r for r in judgements.current_judgements(store.engine, run_id)
                 if not r.criterion.startswith("pairwise-")]
     if not verdicts:
@@ -68,11 +70,14 @@ def _evidence(app: AppContext, run_id: int,
     return store, human, verdicts
 
 
-def audit_run(app: AppContext, run_id: int, judge: str | None = None) -> list[CriterionAudit]:
-    """Audit every criterion RUN has both judge verdicts and human labels for; append the rows."""
-    store, human, verdicts = _evidence(app, run_id, judge)
+def audit_run(app: AppContext, run_id: int, judge: str | None = None,
+              labeller: str | None = None) -> list[CriterionAudit]:
+    """Audit every criterion RUN has both judge verdicts and human labels for (all labellers'
+    labels reduced by majority, or one labeller's); append the rows."""
+    store, human, verdicts = _evidence(app, run_id, judge, labeller)
     if not human:
-        raise InputError(f"run {run_id} has no human labels: `ragqual label {run_id}` or `ragqual labels import`")
+        who = f" by {labeller}" if labeller else ""
+        raise InputError(f"run {run_id} has no human labels{who}: `ragqual label {run_id}` or `ragqual labels import`")
     out = []
     for criterion in sorted(set(human) & {r.criterion for r in verdicts}):
         rows = _pick([r for r in verdicts if r.criterion == criterion], judge)
@@ -82,6 +87,8 @@ def audit_run(app: AppContext, run_id: int, judge: str | None = None) -> list[Cr
         payload = audit_payload(human[criterion], samples)
         first = rows[0]
         payload["judge_run"] = max(r.run_id or 0 for r in rows)
+        if labeller is not None:
+            payload["labeller"] = labeller
         row = AuditRow(run_id, f"judge:{criterion}", first.rubric_sha256, first.judge_model, first.judge_digest,
                        payload)
         out.append(CriterionAudit(judgements.append_audit(store, row), criterion, first.judge_model,

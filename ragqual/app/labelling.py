@@ -3,7 +3,8 @@
 `ragqual label RUN` opens a `ReviewQueue`: the run's trials as a person reviews them (question,
 context with the golden's relevant documents marked, answer, the deterministic verdicts), the
 queue's state (ragqual.core.label_queue) and `save`, which appends the rows a key press asks for.
-`ragqual labels import` / `export` read and write label files (ragqual.core.label_files).
+`ragqual labels import` / `export` read and write label files (ragqual.core.label_files);
+`ragqual labels agree` measures how far two labellers of the same trials agree.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import getpass
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from sqlalchemy import Engine
 from ragqual.app.context import AppContext
 from ragqual.app.failures import not_passed
 from ragqual.core import label_files
+from ragqual.core.agreement import LabellerAgreement, between_labellers
 from ragqual.core.hashing import sha256_hex
 from ragqual.core.label_queue import LabelDraft, LabelSession, fully_labelled, plan_queue
 from ragqual.errors import InputError
@@ -240,3 +243,23 @@ def export_labels(app: AppContext, run_id: int, fmt: str = "csv", every_row: boo
     store.get_run(run_id)
     rows = export_rows(store.engine, run_id, every_row)
     return label_files.render(rows, label_files.format_of("", fmt)), len(rows)
+
+
+def labeller_agreement(app: AppContext, run_id: int) -> list[tuple[str, LabellerAgreement]]:
+    """(criterion, agreement) for every criterion and every pair of labellers who labelled some of
+    the same trials of RUN, from their current labels; refused when no two labellers overlap."""
+    store = app.store(auto_create=False)
+    store.get_run(run_id)
+    given: dict[str, dict[str, dict[int, str]]] = {}
+    for row in current_labels(store.engine, run_id):
+        given.setdefault(row.criterion, {}).setdefault(row.labeller, {})[row.trial_id] = row.verdict
+    out = []
+    for criterion in sorted(given):
+        for first, second in combinations(sorted(given[criterion]), 2):
+            a, b = given[criterion][first], given[criterion][second]
+            if set(a) & set(b):
+                out.append((criterion, between_labellers(first, second, a, b)))
+    if not out:
+        raise InputError(f"run {run_id} has no trial labelled by two labellers: agreement needs a second pass "
+                         f"(`ragqual label {run_id} --labeller NAME`)")
+    return out

@@ -104,25 +104,30 @@ def print_pair_section(o: PairOutcome) -> None:
 @click.argument("run_id", type=int)
 @click.option("--judge", "judge", default=None, metavar="URI",
               help="Audit this judge's verdicts (default: the newest judge run's).")
+@click.option("--labeller", "labeller", default=None, metavar="NAME",
+              help="Against this labeller's labels only (default: every labeller's, reduced by majority; "
+                   "a tie is unsure).")
 @click.pass_obj
-def judge_audit_cmd(app: AppContext, run_id: int, judge: str | None) -> None:
+def judge_audit_cmd(app: AppContext, run_id: int, judge: str | None, labeller: str | None) -> None:
     """Measure how far the judge agrees with RUN_ID's human labels, criterion by criterion.
 
     Cohen's kappa with both base rates, the confusion matrix, accuracy, the AUC of the judge's
     P(yes) against the labels (how well it ranks, whatever the threshold), the trials where judge and
     human disagree, the judge's self-consistency, and the judged mean as a PPI++ interval beside the
     labels-only and judge-only ones. Each audit is appended as a row keyed on the rubric hash and the
-    judge's digest.
+    judge's digest. With several labellers, `ragqual labels agree RUN_ID` says how far they agree
+    with each other: the ceiling of the judge's kappa.
     """
     from ragqual.app.judge_audit import audit_run
 
-    audits = audit_run(app, run_id, judge)
+    audits = audit_run(app, run_id, judge, labeller)
     if app.as_json:
         click.echo(json.dumps([a.as_dict() for a in audits], indent=2, default=str))
         return
     first = audits[0]
     click.echo(f"judge audit of run {run_id}: {first.judge_model} (digest {first.judge_digest or '-'}), "
-               f"judge run {first.payload.get('judge_run')}")
+               f"judge run {first.payload.get('judge_run')}"
+               + (f", labels of {labeller}" if labeller else ""))
     click.echo("| criterion | n | kappa | human yes | judge yes | accuracy | AUC | tn fp fn tp | unsure | "
                "self-consistency | PPI++ mean [95% CI] | labels only | judge only |")
     click.echo("|---|---|---|---|---|---|---|---|---|---|---|---|---|")

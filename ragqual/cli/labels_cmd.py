@@ -93,3 +93,41 @@ def plan_cmd(app: AppContext, run_id: int, width: float, judge: str | None) -> N
     for p in plans:
         if p.note:
             click.echo(f"{p.criterion}: {p.note}")
+
+
+@labels_group.command("agree")
+@click.argument("run_id", type=int)
+@click.pass_obj
+def agree_cmd(app: AppContext, run_id: int) -> None:
+    """Measure how far RUN_ID's labellers agree with each other, criterion by criterion.
+
+    For every pair of labellers who labelled some of the same trials: Cohen's kappa with both
+    yes rates, the confusion matrix (the first labeller's verdicts as rows), the share of equal
+    verdicts and the trials they disagree on; trials either marked unsure are left out and
+    counted. Two people's kappa is the most a judge's kappa against one of them can be read as.
+    """
+    from ragqual.app.labelling import labeller_agreement
+    from ragqual.core.display import fmt_rate
+
+    pairs = labeller_agreement(app, run_id)
+    if app.as_json:
+        click.echo(json.dumps([{"criterion": c, **p.as_dict()} for c, p in pairs], indent=2))
+        return
+
+    def num(value: float | None) -> str:
+        return "-" if value is None else fmt_rate(value)
+
+    click.echo(f"labeller agreement on run {run_id}:")
+    click.echo("| criterion | labellers | n | kappa | first yes | second yes | agree | tn fp fn tp | unsure |")
+    click.echo("|---|---|---|---|---|---|---|---|---|")
+    for criterion, p in pairs:
+        a = p.agreement
+        (tn, fp), (fn, tp) = a.confusion
+        click.echo(f"| {criterion} | {p.first} / {p.second} | {a.n} | {num(a.kappa)} | {num(a.human_rate)} | "
+                   f"{num(a.judge_rate)} | {num(a.accuracy)} | {tn} {fp} {fn} {tp} | {len(p.unsure)} |")
+    for criterion, p in pairs:
+        if p.disagreements:
+            click.echo(f"{criterion}: {p.first} and {p.second} disagree on trial(s) "
+                       + ", ".join(map(str, p.disagreements)))
+        if p.agreement.kappa_reason:
+            click.echo(f"{criterion}: kappa undefined: {p.agreement.kappa_reason}")

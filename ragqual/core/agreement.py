@@ -9,6 +9,9 @@ would say. This module holds the pure arithmetic of that evidence:
 - `rank_auc`: how well the judge's continuous score (P(yes)) orders the human yes above the
   human no, whatever threshold it is read at: a judge can rank well yet be miscalibrated (say yes
   to nearly everything at 0.5), which kappa alone hides and which PPI, using the score itself, uses.
+- `between_labellers`: the same kappa between two people who labelled the same trials: the
+  ceiling a judge can be expected to reach, since it cannot agree with one person more than a
+  second person does.
 - `self_consistency`: whether K samples of the judge on one item say the same thing.
 - `swap_consistency`: whether a pairwise judge names the same winner when the two answers are
   shown in the other order (position bias).
@@ -19,7 +22,7 @@ left out of kappa and counted, never silently read as "no".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
 
@@ -146,6 +149,35 @@ def agreement(human: Sequence[str], judge: Sequence[str | None]) -> Agreement:
             kept_j.append(_verdict_value(j, "judge"))
             positions.append(i)
     return _agreement(kept_h, kept_j, positions, unsure, missing)
+
+
+@dataclass(frozen=True)
+class LabellerAgreement:
+    """Two labellers on the trials both labelled: `agreement` over those both said yes or no to
+    (`first`'s verdicts as the rows), `disagreements` and `unsure` as trial ids."""
+
+    first: str
+    second: str
+    agreement: Agreement
+    disagreements: tuple[int, ...]
+    unsure: tuple[int, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"first": self.first, "second": self.second, **self.agreement.as_dict(),
+                "disagreements": list(self.disagreements), "unsure": list(self.unsure)}
+
+
+def between_labellers(first: str, second: str, a: Mapping[int, str], b: Mapping[int, str]) -> LabellerAgreement:
+    """Cohen's kappa of two labellers' verdicts (trial -> yes/no/unsure) on their shared trials.
+
+    A trial either of them marked unsure is left out of every figure and listed in `unsure`."""
+    shared = sorted(set(a) & set(b))
+    unsure = tuple(t for t in shared if UNSURE in (a[t], b[t]))
+    kept = [t for t in shared if t not in unsure]
+    rows = [_verdict_value(a[t], "human") for t in kept]
+    cols = [_verdict_value(b[t], "human") for t in kept]
+    found = _agreement(rows, cols, list(range(len(kept))), len(unsure), 0)
+    return LabellerAgreement(first, second, found, tuple(kept[i] for i in found.disagreements), unsure)
 
 
 def _verdict_value(word: str, who: str) -> int:

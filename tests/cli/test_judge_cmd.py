@@ -245,6 +245,47 @@ def test_audit_against_imported_labels_is_stored_and_shown_in_the_report(workdir
     assert plan["labelled"] == 6 and plan["judged"] == 8 and (plan["needed"] is not None or plan["note"])
 
 
+def test_two_labellers_agreement_and_an_audit_against_one_of_them(workdir, tmp_path, capsys):
+    from tests.cli.conftest import invoke
+
+    run = json.loads(invoke("--json", "generation", "--model", "mock", "--limit", "8", "--repeats", "1",
+                            "--seed", "12").stdout)["run_id"]
+    code, out, err = _run(workdir, capsys, "labels", "agree", str(run))
+    assert code == 2 and "no trial labelled by two labellers" in err
+    judged = _judge(workdir, capsys, run, "--judge", "mock", "--criteria", "relevance")
+    verdicts = {t: v for t, _, _, v, *_ in _rows(workdir, judged["run_id"])}
+    trials = sorted(verdicts)
+    flip = {"yes": "no", "no": "yes"}
+    # ann agrees with the judge everywhere; bob differs from ann on the first two trials and is
+    # unsure on the third.
+    ann = {t: verdicts[t] for t in trials}
+    bob = {t: flip[verdicts[t]] if t in trials[:2] else verdicts[t] for t in trials} | {trials[2]: "unsure"}
+    labels = tmp_path / "two.csv"
+    labels.write_text("trial_id,criterion,verdict,labeller\n" + "".join(
+        f"{t},relevance,{who[t]},{name}\n" for name, who in (("ann", ann), ("bob", bob)) for t in trials),
+        encoding="utf-8")
+    assert _run(workdir, capsys, "labels", "import", str(labels), "--run", str(run))[0] == 0
+    code, out, err = _run(workdir, capsys, "--json", "labels", "agree", str(run))
+    assert code == 0, err
+    (pair,) = json.loads(out)
+    from ragqual.core.agreement import between_labellers
+
+    expected = between_labellers("ann", "bob", ann, bob)
+    assert pair["criterion"] == "relevance" and (pair["first"], pair["second"]) == ("ann", "bob")
+    assert pair["n"] == 7 and pair["disagreements"] == trials[:2] and pair["unsure"] == [trials[2]]
+    assert pair["kappa"] == (None if expected.agreement.kappa is None else pytest.approx(expected.agreement.kappa))
+    code, text, _ = _run(workdir, capsys, "labels", "agree", str(run))
+    assert code == 0 and "| relevance | ann / bob | 7 |" in text
+    code, out, err = _run(workdir, capsys, "--json", "judge", "audit", str(run), "--labeller", "ann")
+    (audit,) = json.loads(out)
+    assert code == 0 and audit["n"] == 8 and audit["accuracy"] == 1 and audit["labeller"] == "ann"
+    code, out, err = _run(workdir, capsys, "--json", "judge", "audit", str(run))
+    (both,) = json.loads(out)  # majority of two: a yes against a no is a tie, so unsure; against unsure, kept
+    assert both["n"] == 6 and both["unsure"] == 2 and "labeller" not in both
+    code, out, err = _run(workdir, capsys, "judge", "audit", str(run), "--labeller", "cy")
+    assert code == 2 and "no human labels by cy" in err
+
+
 def test_compare_judge_gives_the_ppi_paired_difference_and_gate_judge_fails_on_it(workdir, tmp_path, capsys):
     from tests.cli.conftest import invoke
 

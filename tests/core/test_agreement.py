@@ -5,7 +5,8 @@ import random
 import numpy as np
 import pytest
 
-from ragqual.core.agreement import agreement, cohen_kappa, rank_auc, self_consistency, swap_consistency
+from ragqual.core.agreement import (agreement, between_labellers, cohen_kappa, rank_auc, self_consistency,
+                                    swap_consistency)
 from ragqual.errors import InputError
 
 # --- Cohen's kappa: hand-computed cases ---------------------------------------------------------
@@ -213,3 +214,28 @@ def test_rank_auc_without_both_classes_is_none_and_bad_input_is_refused():
         rank_auc([1, 2], [0.1, 0.2])
     with pytest.raises(InputError):
         rank_auc([1, 0], [0.1])
+
+
+# --- two labellers ------------------------------------------------------------------------------
+
+
+def test_two_labellers_on_their_shared_trials_by_hand():
+    # shared trials 1-12; 11 and 12 unsure by one of them; 13 only a's, 20 only b's.
+    # on 1-10 the pairs are HUMAN10 x JUDGE10 (kappa 0.4, disagreeing on the 5th, 6th, 7th).
+    a = {t: "yes" if h else "no" for t, h in zip(range(1, 11), HUMAN10)} | {11: "unsure", 12: "yes", 13: "no"}
+    b = {t: "yes" if j else "no" for t, j in zip(range(1, 11), JUDGE10)} | {11: "no", 12: "unsure", 20: "yes"}
+    found = between_labellers("ann", "bob", a, b)
+    assert (found.first, found.second) == ("ann", "bob")
+    assert found.agreement.n == 10 and found.agreement.kappa == pytest.approx(0.4)
+    assert found.agreement.confusion == ((3, 1), (2, 4))
+    assert found.disagreements == (5, 6, 7) and found.unsure == (11, 12) and found.agreement.unsure == 2
+    swapped = between_labellers("bob", "ann", b, a)
+    assert swapped.agreement.kappa == pytest.approx(0.4) and swapped.agreement.confusion == ((3, 2), (1, 4))
+    assert found.as_dict()["disagreements"] == [5, 6, 7] and found.as_dict()["first"] == "ann"
+
+
+def test_two_labellers_with_nothing_in_common_or_a_bad_word():
+    none = between_labellers("ann", "bob", {1: "yes"}, {2: "no"})
+    assert none.agreement.n == 0 and none.agreement.kappa is None and none.disagreements == ()
+    with pytest.raises(InputError):
+        between_labellers("ann", "bob", {1: "maybe"}, {1: "yes"})
