@@ -72,10 +72,20 @@ class ReviewItem:
     passed: bool | None
     correctness: float | None
     checks: tuple[Check, ...]
+    turns: tuple[tuple[str, str], ...] = ()  # (role, text) of a multi-turn golden's earlier turns
 
 
 def _doc_of(chunk_id: str) -> str:
     return chunk_id.split("#", 1)[0]
+
+
+def _turns(case_input: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The conversation before the question (a multi-turn golden's `turns`): without it a question
+    such as "How often should I replace it?" cannot be judged."""
+    turns = case_input.get("turns")
+    if not isinstance(turns, list):
+        return ()
+    return tuple((str(t.get("role", "?")), str(t.get("content", ""))) for t in turns if isinstance(t, dict))
 
 
 def review_item(t: FailureTrial) -> ReviewItem:
@@ -87,7 +97,7 @@ def review_item(t: FailureTrial) -> ReviewItem:
         t.trial_id, t.case_id, t.variant, t.mode, t.repeat_index,
         question if isinstance(question, str) else str(t.case_input or t.slug), t.answer, t.context, chunks,
         relevant, t.error, False if t.error is not None else t.perfect, t.correctness,
-        tuple(Check(c.name, c.category, c.weight, c.passed) for c in t.checks),
+        tuple(Check(c.name, c.category, c.weight, c.passed) for c in t.checks), _turns(t.case_input),
     )
 
 

@@ -46,6 +46,17 @@ def _context(item: ReviewItem) -> Text:
     return text
 
 
+def _question(item: ReviewItem) -> Text:
+    text = Text()
+    for role, said in item.turns:
+        text.append(f"{role}: ", style="bold")
+        text.append(f"{said}\n", style="dim")
+    if item.turns:
+        text.append("user (the question): ", style="bold")
+    text.append(item.question)
+    return text
+
+
 def render_item(queue: ReviewQueue, item: ReviewItem) -> list[tuple[str, Text]]:
     """(section title, body) of one trial, top to bottom."""
     given = queue.session.given(item.trial_id)
@@ -54,7 +65,7 @@ def render_item(queue: ReviewQueue, item: ReviewItem) -> list[tuple[str, Text]]:
     if note:
         labels.append(f"\nnote: {note}")
     return [
-        ("question", Text(item.question)),
+        ("question" + (" (after the earlier turns)" if item.turns else ""), _question(item)),
         ("deterministic verdicts", _checks(item)),
         ("answer", Text(item.answer or "(empty)")),
         ("context (★ = a relevant document of the golden)", _context(item)),

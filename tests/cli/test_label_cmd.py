@@ -120,6 +120,32 @@ def test_the_screen_shows_the_trial(workdir, run_id):
     assert any(relevant for _, relevant in item.chunks) == ("★ " in shown)
 
 
+def test_a_multi_turn_question_is_shown_after_its_earlier_turns(workdir):
+    import re
+
+    result = invoke("--json", "generation", "--model", "mock", "--mode", "e2e", "--repeats", "1",
+                    "--tag", "multi-turn")
+    assert result.exit_code == 0, result.output
+    run = int(json.loads(result.stdout)["run_id"])
+    queue = _queue(run, "hal")
+    item = queue.items[queue.session.order[0]]
+    golden = next(json.loads(line) for path in sorted((workdir / "goldens").glob("*.jsonl"))
+                  for line in path.read_text(encoding="utf-8").splitlines()
+                  if line.strip() and json.loads(line)["id"] == item.case_id)
+    assert golden["turns"] and item.turns == tuple((t["role"], t["content"]) for t in golden["turns"])
+    app = LabelApp(queue)
+
+    async def go() -> str:
+        async with app.run_test(size=(140, 80)) as pilot:
+            await pilot.pause()
+            return "\n".join(str(w.render()) for w in app.query("Static"))
+
+    shown = re.sub(r"\s+", " ", asyncio.run(go()))
+    first, *_ = golden["turns"]
+    assert re.sub(r"\s+", " ", first["content"]) in shown and "(after the earlier turns)" in shown
+    assert shown.index(re.sub(r"\s+", " ", first["content"])) < shown.index(re.sub(r"\s+", " ", golden["query"]))
+
+
 def test_arrow_and_page_keys_scroll_a_tall_trial_and_write_nothing(workdir, run_id):
     queue = _queue(run_id, "gil")
     app = LabelApp(queue)
