@@ -73,6 +73,17 @@ def render_item(queue: ReviewQueue, item: ReviewItem) -> list[tuple[str, Text]]:
     ]
 
 
+NOTE_EDIT_KEYS = {"backspace": "action_delete_left", "delete": "action_delete_right", "left": "action_cursor_left",
+                  "right": "action_cursor_right", "home": "action_home", "end": "action_end"}
+
+
+class NoteLine(Input):
+    """The note line. It never takes focus: every key goes to the app, which edits it (see
+    `LabelApp.note_key`), so keys are handled in the order they were typed."""
+
+    can_focus = False
+
+
 class LabelApp(App[None]):
     """One screen: status line, the trial, the keys; `n` opens a note line at the bottom."""
 
@@ -92,7 +103,7 @@ class LabelApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="status")
         yield VerticalScroll(id="body")
-        yield Input(placeholder="note on this trial, enter to save, escape to cancel", id="note")
+        yield NoteLine(placeholder="note on this trial, enter to save, escape to cancel", id="note")
         yield Static(key_help(), id="keys")
 
     def on_mount(self) -> None:
@@ -123,32 +134,43 @@ class LabelApp(App[None]):
         body.scroll_home(animate=False)
 
     def on_key(self, event: events.Key) -> None:
-        note = self.query_one("#note", Input)
-        if note.has_class("open"):
-            if event.key == "escape":
-                self.close_note()
-                event.stop()
-            return
         event.stop()
-        if event.key == "q":
+        note = self.query_one("#note", NoteLine)
+        if note.has_class("open"):
+            self.note_key(note, event)
+        elif event.key == "q":
             self.exit()
         elif event.key in SCROLL_KEYS:
             getattr(self.query_one("#body", VerticalScroll), SCROLL_KEYS[event.key])(animate=False)
         elif event.key == "n" and not self.queue.session.finished:
             note.value = self.queue.session.notes.get(self.queue.session.current or 0, "")
+            note.cursor_position = len(note.value)
             note.add_class("open")
-            note.focus()
         else:
             self.queue.press(event.key)
             self.refresh_view()
 
-    def on_input_submitted(self, message: Input.Submitted) -> None:
-        self.queue.note(message.value)
-        self.close_note()
+    def note_key(self, note: NoteLine, event: events.Key) -> None:
+        """A key while the note line is open. The app edits the line itself, in the order keys
+        arrive: a focused input would receive keys queued behind its `enter` after the app had
+        already moved on (a verdict typed right after a note landed in the note)."""
+        if event.key == "escape":
+            self.close_note()
+        elif event.key == "enter":
+            self.queue.note(note.value)
+            self.close_note()
+        elif event.key in NOTE_EDIT_KEYS:
+            getattr(note, NOTE_EDIT_KEYS[event.key])()
+        elif event.is_printable and event.character:
+            note.insert_text_at_cursor(event.character)
+
+    def on_paste(self, event: events.Paste) -> None:
+        note = self.query_one("#note", NoteLine)
+        if note.has_class("open") and event.text:
+            note.insert_text_at_cursor(event.text.splitlines()[0])
 
     def close_note(self) -> None:
-        note = self.query_one("#note", Input)
+        note = self.query_one("#note", NoteLine)
         note.remove_class("open")
         note.value = ""
-        self.set_focus(None)
         self.refresh_view()

@@ -81,6 +81,49 @@ def test_keys_append_label_rows_and_a_second_session_resumes(workdir, run_id):
     assert _queue(run_id, "bob").session.order[0] == first  # progress is per labeller
 
 
+def burst(queue: ReviewQueue, keys: Sequence[str]) -> LabelApp:
+    """Post every key at once, as a fast typist or a terminal multiplexer sends them: each key is
+    queued before the one before it is handled."""
+    from textual import events
+
+    app = LabelApp(queue)
+
+    async def go() -> None:
+        async with app.run_test(size=(120, 50)) as pilot:
+            await pilot.pause()
+            for key in keys:
+                app.post_message(events.Key(key, key if len(key) == 1 else None))
+            for _ in range(10):
+                await pilot.pause()
+            await pilot.press("q")
+
+    asyncio.run(go())
+    return app
+
+
+def test_a_note_typed_fast_is_saved_and_the_verdict_after_it_is_not_swallowed(workdir, run_id):
+    queue = _queue(run_id, "ida")
+    first, second = queue.session.order[:2]
+    burst(queue, ["1", "4", "n", *"cites it", "enter", "7", "2"])
+    rows = [(t, c, v, n) for t, c, v, n, *_ in _labels(workdir, run_id, "ida")]
+    assert rows == [
+        (first, "faithfulness", "yes", None),
+        (first, "completeness", "yes", None),
+        (first, "faithfulness", "yes", "cites it"),
+        (first, "completeness", "yes", "cites it"),
+        (first, "relevance", "yes", "cites it"),
+        (second, "faithfulness", "no", None),
+    ]
+
+
+def test_escape_typed_fast_cancels_the_note_and_keys_after_it_reach_the_queue(workdir, run_id):
+    queue = _queue(run_id, "jo")
+    first = queue.session.order[0]
+    burst(queue, ["n", *"draft", "backspace", "escape", "3", "6", "9"])
+    rows = [(t, c, v, n) for t, c, v, n, *_ in _labels(workdir, run_id, "jo")]
+    assert rows == [(first, c, "unsure", None) for c in ("faithfulness", "completeness", "relevance")]
+
+
 def test_skip_and_back_move_without_writing(workdir, run_id):
     queue = _queue(run_id, "cy")
     order = queue.session.order
