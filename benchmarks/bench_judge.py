@@ -30,7 +30,7 @@ both judged and labelled, and the PPI++ width table on
 those trials (n labels drawn at random, the judge's scores of the rest as the unlabelled part;
 label counts above what the data hold are left out).
 
-    python benchmarks/bench_judge.py --committed
+    python benchmarks/bench_judge.py --committed [--labels-file datasets/judge-labels/labels-tui.jsonl]
 
 Part 3, speed and reproducibility (`--rejudge N`, needs `pip install -e '.[judge]'`): replays the
 answers files into a throwaway history (`ragqual generation --model answers:...`), builds the
@@ -205,10 +205,10 @@ def paired(judged: Sequence[dict[str, Any]], labels: Sequence[dict[str, Any]], c
 
 
 def committed(args: argparse.Namespace) -> None:
-    judged, labels = read_jsonl(Path(args.judge_file)), read_jsonl(LABELS_DIR / "labels.jsonl")
+    judged, labels = read_jsonl(Path(args.judge_file)), read_jsonl(Path(args.labels_file))
     digests = sorted({(j["judge_model"], j["judge_digest"][:12], j["rubric_version"]) for j in judged})
     print(f"{Path(args.judge_file).name}: {len(judged)} verdicts, judge / digest / rubric version {digests}; "
-          f"load {_load()}")
+          f"labels {Path(args.labels_file).name} ({len(labels)}); load {_load()}")
     print(f"{'criterion':<13} {'answers of':<21} {'n':>4} {'human yes':>9} {'judge yes':>9} {'accuracy':>8} "
           f"{'kappa':>6} {'AUC':>6}  {'tn fp fn tp':<13} {'mean P(yes)':>11}")
     models = sorted({j["model"] for j in judged})
@@ -333,6 +333,8 @@ def main(argv: Sequence[str] | None = None, source: Source | None = None) -> lis
                         help="judge N committed trials again with the packaged judge (speed, equality)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--judge-file", default=str(JUDGE_FILE))
+    parser.add_argument("--labels-file", default=str(LABELS_DIR / "labels.jsonl"),
+                        help="the human labels --committed compares with (labels-tui.jsonl: the second pass)")
     args = parser.parse_args(argv)
     if args.committed or args.rejudge:
         if args.committed:
