@@ -263,3 +263,25 @@ def test_glossary_entries_appear_in_the_corpus():
     assert not absent, f"expansions missing from the corpus: {absent}"
     unused = [a for a in GLOSSARY if not regex.search(rf"(?<!\w){regex.escape(a)}(?!\w)", text)]
     assert not unused, f"acronyms the corpus never uses: {unused}"
+
+
+def test_both_committed_label_passes_parse_and_label_the_same_answered_trials():
+    """datasets/judge-labels: every label line parses as `labels import` reads it, both passes hold
+    one verdict per criterion for the same (model, golden) pairs, and each pair has an answer."""
+    from ragqual.core.label_files import parse
+    from ragqual.core.label_queue import CRITERIA
+
+    here = ROOT / "datasets" / "judge-labels"
+    answered = {(json.loads(line)["model"], json.loads(line)["id"])
+                for name in ("answers-mock.jsonl", "answers-gemma270m.jsonl")
+                for line in (here / name).read_text(encoding="utf-8").splitlines() if line.strip()}
+    covered = {}
+    for name, labeller in (("labels.jsonl", "ragqual-team"), ("labels-tui.jsonl", "ragqual-team-tui")):
+        lines = parse(name, (here / name).read_text(encoding="utf-8"), "jsonl")
+        assert {x.labeller for x in lines} == {labeller}
+        by_trial: dict[tuple[str | None, str | None], list[str]] = {}
+        for x in lines:
+            by_trial.setdefault((x.model, x.case_id), []).append(x.criterion)
+        assert all(sorted(c) == sorted(CRITERIA) for c in by_trial.values()), name
+        covered[name] = set(by_trial)
+    assert covered["labels.jsonl"] == covered["labels-tui.jsonl"] == answered and len(answered) == 204
