@@ -24,8 +24,9 @@ from ragqual.core.pricing import (EMPTY, PriceList, TrialCost, VariantCost, pric
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.engine.pricing import Pricing, price_run
 from ragqual.errors import InputError
-from ragqual.store.cost_reads import CostValue, resolve_snapshot, run_snapshots
+from ragqual.store.cost_reads import CostValue, resolve_snapshot, run_snapshots, trial_costs
 from ragqual.store.cost_reads import snapshot as snapshot_info
+from ragqual.store.summaries import Summary
 from ragqual.store.trial_reads import run_figures
 
 if TYPE_CHECKING:
@@ -94,6 +95,15 @@ def scored_variant_costs(trials: Iterable[tuple[int, str, bool | None, bool]],
     return variant_costs(TrialCost(variant, bool(perfect), costs[t].cost if t in costs else None,
                                    costs[t].currency if t in costs else None)
                          for t, variant, perfect, scored in trials if scored)
+
+
+def summary_variant_costs(engine: Engine, summary: Summary, scorer_name: str = SCORER_NAME,
+                          scorer_version: int | None = None, snapshot: int | None = None) -> list[VariantCost]:
+    """`variant_cost_rows` of the run a summary was read from, from the trials it already read
+    (a summary read before it carried them falls back to reading the run again)."""
+    if not summary.scored_trials:
+        return variant_cost_rows(engine, int(summary.run_id or 0), scorer_name, scorer_version, snapshot)
+    return scored_variant_costs(summary.scored_trials, trial_costs(engine, int(summary.run_id or 0), snapshot))
 
 
 def cost_frame(costs: Sequence[VariantCost]) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from statistics import NormalDist
 from typing import NamedTuple
@@ -21,6 +22,41 @@ from ragqual.errors import InputError
 _BLOCK_CELLS = 1_000_000
 # Exact enumeration builds all 2**n sign patterns at once; beyond this it would not fit in memory.
 _EXACT_LIMIT = 16
+_SIGNS = np.array([1.0, -1.0])
+_SIGN_BIT = np.uint64(1 << 63)
+_ONE_BITS = np.uint64(0x3FF0000000000000)  # the bits of 1.0; with the sign bit set, -1.0
+
+
+def flip_signs(rng: np.random.Generator, rows: int, n: int) -> np.ndarray:
+    """`rng.choice([1.0, -1.0], size=(rows, n))`: the same numbers, leaving the generator in the
+    same state, about four times faster (it was most of a `compare`'s randomization tests).
+
+    For a range of two, numpy draws each index from one 32-bit half of the generator's 64-bit
+    words (low half first; a half left over waits in the generator for the next draw) and takes
+    its top bit. Here the words are drawn raw and each half's top bit becomes the sign bit of 1.0,
+    so no index array and no float take is built. Any generator other than PCG64 on a
+    little-endian machine goes through `choice` itself.
+    """
+    bits = rng.bit_generator
+    count = rows * n
+    if count == 0 or type(bits) is not np.random.PCG64 or sys.byteorder != "little":
+        return rng.choice(_SIGNS, size=(rows, n))
+    state = bits.state
+    lead = int(state["has_uint32"])
+    if lead:  # the half a previous draw left waiting comes first
+        bits.state = {**state, "has_uint32": 0}
+    words = (count - lead + 1) // 2
+    raw = bits.random_raw(words)
+    halves = np.empty(lead + 2 * words, np.uint64)
+    if lead:
+        halves[0] = np.uint64(state["uinteger"]) << np.uint64(32)
+    np.left_shift(raw, np.uint64(32), out=halves[lead::2])  # a low half's top bit moved to bit 63
+    halves[lead + 1::2] = raw  # a high half's top bit is bit 63 already
+    if (count - lead) % 2:  # the last word's high half is left waiting, as numpy leaves it
+        bits.state = {**bits.state, "has_uint32": 1, "uinteger": int(raw[-1] >> np.uint64(32))}
+    halves &= _SIGN_BIT
+    halves |= _ONE_BITS
+    return halves[:count].view(np.float64).reshape(rows, n)
 
 
 class BootstrapCI(NamedTuple):
@@ -112,7 +148,7 @@ def _random_flip_hits(diffs: np.ndarray, rng: np.random.Generator, count: int, t
     hits = 0
     for start in range(0, count, block):
         rows = min(block, count - start)
-        signs = rng.choice(np.array([1.0, -1.0]), size=(rows, diffs.size))
+        signs = flip_signs(rng, rows, diffs.size)
         hits += int(np.count_nonzero(np.abs(signs @ diffs) >= threshold))
     return hits
 
@@ -546,7 +582,7 @@ def _sign_pattern_sums(sums: np.ndarray, sizes: np.ndarray, rng: np.random.Gener
     block = max(1, _BLOCK_CELLS // sums.size)
     parts, part_sizes = [], []
     for start in range(0, count, block):
-        signs = rng.choice(np.array([1.0, -1.0]), size=(min(block, count - start), sums.size))
+        signs = flip_signs(rng, min(block, count - start), sums.size)
         parts.append(signs @ sums)
         part_sizes.append(signs @ sizes)
     return np.concatenate(parts), np.concatenate(part_sizes), False

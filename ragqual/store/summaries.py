@@ -78,6 +78,10 @@ class Summary:
     groups: dict[str, GroupSummary] = field(default_factory=dict)
     run_id: int | None = None
     from_baseline_file: bool = False
+    # (trial id, variant, perfect, scored) of every trial read, in trial order: the run's cost per
+    # variant is built from them (ragqual.app.pricing.scored_variant_costs) without reading the
+    # trials again. Empty for a baseline file; never written to one.
+    scored_trials: tuple[tuple[int, str, bool | None, bool], ...] = field(default=(), compare=False, repr=False)
 
 
 # -- from the history ----------------------------------------------------------------------------
@@ -120,8 +124,10 @@ def summarise_run(
     unsealed = unsealed_counts(engine, [info.id]).get(info.id)
     if unsealed:  # rows no seal covers, left out of every figure above
         header["unsealed_rows"] = unsealed
+    at = [TRIAL_COLUMNS.index(name) for name in ("trial_id", "variant", "perfect", "score")]
+    scored = tuple((row[at[0]], row[at[1]], row[at[2]], row[at[3]] is not None) for row in trials)
     return Summary(f"run {info.id}", info.kind, tier_of(info.kind, info.subject, variants),
-                   info.corpus_fingerprint, header, groups, info.id)
+                   info.corpus_fingerprint, header, groups, info.id, scored_trials=scored)
 
 
 def group_label(variant: str, mode: str) -> str:

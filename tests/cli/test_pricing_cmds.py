@@ -171,6 +171,27 @@ def test_compare_shows_both_runs_cost(project, capsys):
     assert "cost per variant" in out
 
 
+def test_cost_per_variant_from_a_summary_equals_reading_the_run_again(project, capsys):
+    """compare builds each run's cost per variant from the trials its summary read: the same rows
+    as reading the run again, with and without a pinned snapshot, after a reprice too."""
+    from sqlalchemy import create_engine
+
+    from ragqual.app.pricing import summary_variant_costs, variant_cost_rows
+    from ragqual.store.runstore import RunStore
+    from ragqual.store.summaries import summarise_run
+
+    (project / "pricing.toml").write_text(PRICES, encoding="utf-8")
+    run_sentiment(capsys)
+    (project / "pricing.toml").write_text(REPRICED, encoding="utf-8")
+    assert ragqual(["reprice", "1", "--pricing", "pricing.toml"], capsys)[0] == 0
+    engine = create_engine(f"sqlite:///{project / 'eval-results' / 'eval.db'}")
+    summary = summarise_run(engine, RunStore(engine).get_run(1))
+    assert summary.scored_trials and len(summary.scored_trials) == query(project, "SELECT COUNT(*) FROM trials")[0][0]
+    for snapshot in (None, 1, 2):
+        assert summary_variant_costs(engine, summary, snapshot=snapshot) == variant_cost_rows(engine, 1, snapshot=snapshot)
+    assert [c.currency for c in summary_variant_costs(engine, summary)] == ["EUR"]
+
+
 def test_matrix_shows_cost_per_variant_and_per_pass(workdir, capsys):
     """A generation run priced by the project's pricing.toml: the capability table's cost lines."""
     (workdir / "pricing.toml").write_text(PRICES, encoding="utf-8")

@@ -1,5 +1,6 @@
 import itertools
 import math
+import random
 
 import numpy as np
 import pytest
@@ -175,3 +176,32 @@ def test_paired_inputs_must_align():
         paired_differences([float("nan")], [1.0])
     with pytest.raises(InputError):
         win_tie_loss([1.0], [1.0], eps=-1)
+
+
+# --- the sign draws ------------------------------------------------------------------------------
+
+
+def _state(rng: np.random.Generator) -> tuple:
+    s = rng.bit_generator.state  # a spent half's stale value (has_uint32 0) is not state
+    return s["state"]["state"], s["has_uint32"], s["uinteger"] if s["has_uint32"] else None
+
+
+def test_flip_signs_draws_what_choice_draws_and_leaves_the_generator_where_choice_does():
+    from ragqual.core.stats import flip_signs
+
+    shapes = random.Random(26)
+    for seed in range(150):
+        mine, numpys = np.random.default_rng([seed, 3]), np.random.default_rng([seed, 3])
+        for _ in range(5):  # odd and even sizes, so a half is sometimes left waiting between draws
+            rows, n = shapes.randint(0, 40), shapes.randint(1, 37)
+            got, want = flip_signs(mine, rows, n), numpys.choice(np.array([1.0, -1.0]), size=(rows, n))
+            assert got.shape == want.shape == (rows, n) and np.array_equal(got, want)
+            assert _state(mine) == _state(numpys)
+        assert mine.random() == numpys.random() and mine.integers(0, 9, 5).tolist() == numpys.integers(0, 9, 5).tolist()
+
+
+def test_flip_signs_falls_back_to_choice_for_another_bit_generator():
+    from ragqual.core.stats import flip_signs
+
+    mine, numpys = np.random.Generator(np.random.MT19937(4)), np.random.Generator(np.random.MT19937(4))
+    assert np.array_equal(flip_signs(mine, 7, 5), numpys.choice(np.array([1.0, -1.0]), size=(7, 5)))
