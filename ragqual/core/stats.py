@@ -27,6 +27,14 @@ _SIGN_BIT = np.uint64(1 << 63)
 _ONE_BITS = np.uint64(0x3FF0000000000000)  # the bits of 1.0; with the sign bit set, -1.0
 
 
+def signed_sums(signs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each sign pattern's sum of +-values (`signs @ values`), without BLAS: a matrix-vector
+    product of a few thousand patterns is ~1 ms in numpy's own loop, but OpenBLAS spreads it over
+    every core and took 6-8 ms on a 2-core machine with other work running, and its result's last
+    bit depended on its thread count."""
+    return np.einsum("ij,j->i", signs, values)
+
+
 def flip_signs(rng: np.random.Generator, rows: int, n: int) -> np.ndarray:
     """`rng.choice([1.0, -1.0], size=(rows, n))`: the same numbers, leaving the generator in the
     same state, about four times faster (it was most of a `compare`'s randomization tests).
@@ -149,7 +157,7 @@ def _random_flip_hits(diffs: np.ndarray, rng: np.random.Generator, count: int, t
     for start in range(0, count, block):
         rows = min(block, count - start)
         signs = flip_signs(rng, rows, diffs.size)
-        hits += int(np.count_nonzero(np.abs(signs @ diffs) >= threshold))
+        hits += int(np.count_nonzero(np.abs(signed_sums(signs, diffs)) >= threshold))
     return hits
 
 
@@ -583,8 +591,8 @@ def _sign_pattern_sums(sums: np.ndarray, sizes: np.ndarray, rng: np.random.Gener
     parts, part_sizes = [], []
     for start in range(0, count, block):
         signs = flip_signs(rng, min(block, count - start), sums.size)
-        parts.append(signs @ sums)
-        part_sizes.append(signs @ sizes)
+        parts.append(signed_sums(signs, sums))
+        part_sizes.append(signed_sums(signs, sizes))
     return np.concatenate(parts), np.concatenate(part_sizes), False
 
 
