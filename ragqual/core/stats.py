@@ -32,7 +32,8 @@ def signed_sums(signs: np.ndarray, values: np.ndarray) -> np.ndarray:
     product of a few thousand patterns is ~1 ms in numpy's own loop, but OpenBLAS spreads it over
     every core and took 6-8 ms on a 2-core machine with other work running, and its result's last
     bit depended on its thread count."""
-    return np.einsum("ij,j->i", signs, values)
+    sums: np.ndarray = np.einsum("ij,j->i", signs, values)
+    return sums
 
 
 def flip_signs(rng: np.random.Generator, rows: int, n: int) -> np.ndarray:
