@@ -13,8 +13,8 @@ import getpass
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from datetime import datetime
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 

@@ -114,17 +114,14 @@ def agree_cmd(app: AppContext, run_id: int) -> None:
         click.echo(json.dumps([{"criterion": c, **p.as_dict()} for c, p in pairs], indent=2))
         return
 
-    def num(value: float | None) -> str:
-        return "-" if value is None else fmt_rate(value)
-
     click.echo(f"labeller agreement on run {run_id}:")
     click.echo("| criterion | labellers | n | kappa | first yes | second yes | agree | tn fp fn tp | unsure |")
     click.echo("|---|---|---|---|---|---|---|---|---|")
     for criterion, p in pairs:
         a = p.agreement
         (tn, fp), (fn, tp) = a.confusion
-        click.echo(f"| {criterion} | {p.first} / {p.second} | {a.n} | {num(a.kappa)} | {num(a.human_rate)} | "
-                   f"{num(a.judge_rate)} | {num(a.accuracy)} | {tn} {fp} {fn} {tp} | {len(p.unsure)} |")
+        click.echo(f"| {criterion} | {p.first} / {p.second} | {a.n} | {fmt_rate(a.kappa)} | {fmt_rate(a.human_rate)} | "
+                   f"{fmt_rate(a.judge_rate)} | {fmt_rate(a.accuracy)} | {tn} {fp} {fn} {tp} | {len(p.unsure)} |")
     for criterion, p in pairs:
         if p.disagreements:
             click.echo(f"{criterion}: {p.first} and {p.second} disagree on trial(s) "

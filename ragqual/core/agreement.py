@@ -90,14 +90,15 @@ def _confusion(human: Sequence[int], judge: Sequence[int]) -> tuple[tuple[int, i
     return (cells[0][0], cells[0][1]), (cells[1][0], cells[1][1])
 
 
-def _kappa(human_rate: float, judge_rate: float, accuracy: float) -> tuple[float | None, str | None]:
+def _kappa(human_rate: float, judge_rate: float, accuracy: float,
+           raters: tuple[str, str] = ("human labels", "judge verdicts")) -> tuple[float | None, str | None]:
     """Cohen's kappa from the two base rates and the observed agreement.
 
     When either side uses a single class, chance agreement equals observed agreement up to the
     other side's rate, so kappa is 0 or 0/0 by construction and says nothing about the judge:
     report None with the reason and let the reader look at accuracy and the base rates.
     """
-    for who, rate in (("human labels", human_rate), ("judge verdicts", judge_rate)):
+    for who, rate in zip(raters, (human_rate, judge_rate)):
         if rate in (0.0, 1.0):
             word = "yes" if rate == 1.0 else "no"
             return None, f"all {who} are '{word}': kappa is undefined when a rater uses one class"
@@ -114,16 +115,17 @@ def cohen_kappa(human: Sequence[int], judge: Sequence[int]) -> Agreement:
     return _agreement(list(human), list(judge), list(range(len(human))), 0, 0)
 
 
-def _agreement(human: list[int], judge: list[int], positions: list[int], unsure: int, missing: int) -> Agreement:
+def _agreement(human: list[int], judge: list[int], positions: list[int], unsure: int, missing: int,
+               raters: tuple[str, str] = ("human labels", "judge verdicts")) -> Agreement:
     n = len(human)
     confusion = _confusion(human, judge)
     disagreements = tuple(p for p, h, j in zip(positions, human, judge) if h != j)
     if n == 0:
-        return Agreement(None, "no trial carries both a human label and a judge verdict", 0, None, None, None,
+        return Agreement(None, f"no trial carries both {raters[0]} and {raters[1]} (yes or no)", 0, None, None, None,
                          confusion, (), unsure, missing)
     accuracy = (confusion[0][0] + confusion[1][1]) / n
     human_rate, judge_rate = sum(human) / n, sum(judge) / n
-    kappa, reason = _kappa(human_rate, judge_rate, accuracy)
+    kappa, reason = _kappa(human_rate, judge_rate, accuracy, raters)
     return Agreement(kappa, reason, n, accuracy, human_rate, judge_rate, confusion, disagreements, unsure, missing)
 
 
@@ -176,7 +178,7 @@ def between_labellers(first: str, second: str, a: Mapping[int, str], b: Mapping[
     kept = [t for t in shared if t not in unsure]
     rows = [_verdict_value(a[t], "human") for t in kept]
     cols = [_verdict_value(b[t], "human") for t in kept]
-    found = _agreement(rows, cols, list(range(len(kept))), len(unsure), 0)
+    found = _agreement(rows, cols, list(range(len(kept))), len(unsure), 0, (f"{first}'s labels", f"{second}'s labels"))
     return LabellerAgreement(first, second, found, tuple(kept[i] for i in found.disagreements), unsure)
 
 

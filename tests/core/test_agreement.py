@@ -237,5 +237,8 @@ def test_two_labellers_on_their_shared_trials_by_hand():
 def test_two_labellers_with_nothing_in_common_or_a_bad_word():
     none = between_labellers("ann", "bob", {1: "yes"}, {2: "no"})
     assert none.agreement.n == 0 and none.agreement.kappa is None and none.disagreements == ()
+    assert none.agreement.kappa_reason == "no trial carries both ann's labels and bob's labels (yes or no)"
+    one_class = between_labellers("ann", "bob", {1: "yes", 2: "yes"}, {1: "yes", 2: "no"})
+    assert one_class.agreement.kappa is None and one_class.agreement.kappa_reason.startswith("all ann's labels are 'yes'")
     with pytest.raises(InputError):
         between_labellers("ann", "bob", {1: "maybe"}, {1: "yes"})
