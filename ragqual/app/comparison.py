@@ -20,8 +20,10 @@ out and counted. For each metric of each group present on both sides:
 
 Holm adjusts the p-values over the gate family (every metric x group compared); the verdict is
 `ragqual.core.verdicts.verdict` on the adjusted p-value. The exploratory per-tag table uses
-Benjamini-Hochberg over all its rows and decides nothing. Each test has its own generator seeded
-from `seed` and the group, metric (and tag) names, so a result does not depend on what else ran.
+Benjamini-Hochberg over all its rows and decides nothing. The random sign patterns of the
+sign-flip tests are shared by the metrics of one group (and tag) of the same width: drawn from a
+generator seeded from `seed`, the group (and tag) name and the number of units
+(`sign_patterns`), so a result does not depend on what else ran or in which order.
 """
 
 from __future__ import annotations
@@ -282,9 +284,20 @@ def source_label(summary: Summary) -> str:
     return f"{summary.source} {label}" if label else summary.source
 
 
-def metric_rng(seed: int, group: str, metric: str, tag: str | None = None) -> np.random.Generator:
-    key = f"{group}\0{metric}" + (f"\0{tag}" if tag is not None else "")
-    return np.random.default_rng([seed, zlib.crc32(key.encode())])
+def pattern_stream(group: str, tag: str | None = None) -> str:
+    """The name of a group's (or a group's tag's) sign patterns in `sign_patterns`."""
+    return group if tag is None else f"{group}\0{tag}"
+
+
+def pattern_rng(seed: int, stream: str, width: int) -> np.random.Generator:
+    """The generator of a stream's patterns of `width` units: one seed per (seed, stream, width)."""
+    return np.random.default_rng([seed, zlib.crc32(f"{stream}\0{width}".encode())])
+
+
+def sign_patterns(seed: int) -> stats.SignPatterns:
+    """One comparison's sign patterns: every metric of a group (and tag) with the same number of
+    units is tested on the same patterns, drawn once (see `stats.SignPatterns`)."""
+    return stats.SignPatterns(lambda stream, width: pattern_rng(seed, stream, width))
 
 
 def default_metrics(base: GroupSummary, new: GroupSummary, every: bool = False) -> list[str]:
@@ -318,6 +331,7 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
     flips: list[Flip] = []
     unstable: list[Unstable] = []
     critical: list[CriticalRegression] = []
+    patterns = sign_patterns(options.seed)
     for label in sorted(set(base.groups) & set(new.groups)):
         b, n = base.groups[label], new.groups[label]
         unstable += _unstable(label, b, n, cases)
@@ -327,9 +341,9 @@ def compare(base: Summary, new: Summary, options: Options = Options(),
             if pairs is None:
                 continue
             clusters = _clusters(pairs[0], cases, options)
-            rows.append(_test(label, metric, pairs, clusters, len(excluded), options))
+            rows.append(_test(label, metric, pairs, clusters, len(excluded), options, patterns))
             if options.by_tag:
-                tag_rows += _tag_tests(label, metric, pairs, cases, len(excluded), options)
+                tag_rows += _tag_tests(label, metric, pairs, cases, len(excluded), options, patterns)
         flips += _flips(label, b, n, excluded, cases)
         critical += critical_regressions(label, b, n, cases, options.tolerance)
     if not rows:
@@ -395,22 +409,22 @@ def _is_binary(metric: str, base: Sequence[float], new: Sequence[float]) -> bool
 
 
 def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, unstable_count: int,
-          options: Options, tag: str | None = None) -> MetricComparison:
+          options: Options, patterns: stats.SignPatterns, tag: str | None = None) -> MetricComparison:
     _, base, new = pairs
-    rng = metric_rng(options.seed, label, metric, tag)
+    stream = pattern_stream(label, tag)
     binary = _is_binary(metric, base, new)
     counts = stats.paired_counts(base, new) if binary else None
     confidence = 1 - options.alpha
     if clusters is not None:
         test = "cluster-randomization"
-        lo, hi, p = _cluster_statistics(base, new, clusters, rng, options.resamples, confidence)
+        lo, hi, p = _cluster_statistics(base, new, clusters, patterns, stream, options.resamples, confidence)
     elif counts is not None:
         test = "mcnemar-exact"
         inverted = stats.mcnemar_interval(counts, confidence)
         lo, hi, p = inverted.lo, inverted.hi, inverted.p_value
     else:
         test = "randomization"
-        lo, hi, p = _graded_statistics(base, new, rng, options.resamples, confidence)
+        lo, hi, p = _graded_statistics(base, new, patterns, stream, options.resamples, confidence)
     wins, ties, losses = stats.win_tie_loss(base, new)
     lower = lower_is_better(metric)
     if lower:
@@ -427,22 +441,23 @@ def _test(label: str, metric: str, pairs: Pairs, clusters: list[int] | None, uns
     )
 
 
-def _graded_statistics(base: list[float], new: list[float], rng: np.random.Generator, resamples: int,
-                       confidence: float) -> tuple[float, float, float]:
+def _graded_statistics(base: list[float], new: list[float], patterns: stats.SignPatterns, stream: str,
+                       resamples: int, confidence: float) -> tuple[float, float, float]:
     """The randomization test and its inverted interval; identical questions give (0, 0) and 1
     without resampling, which is exactly what the test would return."""
     if base == new:
         return 0.0, 0.0, 1.0
-    inverted = stats.randomization_interval(base, new, rng, n_permutations=resamples, confidence=confidence)
+    inverted = stats.randomization_interval(base, new, patterns, n_permutations=resamples, confidence=confidence,
+                                              stream=stream)
     return _bounded(inverted.lo, base, new), _bounded(inverted.hi, base, new), inverted.p_value
 
 
-def _cluster_statistics(base: list[float], new: list[float], clusters: list[int], rng: np.random.Generator,
-                        resamples: int, confidence: float) -> tuple[float, float, float]:
+def _cluster_statistics(base: list[float], new: list[float], clusters: list[int], patterns: stats.SignPatterns,
+                        stream: str, resamples: int, confidence: float) -> tuple[float, float, float]:
     if base == new:
         return 0.0, 0.0, 1.0
-    inverted = stats.cluster_randomization_interval(base, new, clusters, rng, n_permutations=resamples,
-                                                    confidence=confidence)
+    inverted = stats.cluster_randomization_interval(base, new, clusters, patterns, n_permutations=resamples,
+                                                    confidence=confidence, stream=stream)
     return _bounded(inverted.lo, base, new), _bounded(inverted.hi, base, new), inverted.p_value
 
 
@@ -457,7 +472,7 @@ def _bounded(end: float, base: Sequence[float], new: Sequence[float]) -> float:
 
 
 def _tag_tests(label: str, metric: str, pairs: Pairs, cases: Mapping[str, CaseInfo], unstable_count: int,
-               options: Options) -> list[MetricComparison]:
+               options: Options, patterns: stats.SignPatterns) -> list[MetricComparison]:
     questions, base, new = pairs
     by_tag: dict[str, list[int]] = {}
     for i, q in enumerate(questions):
@@ -468,7 +483,7 @@ def _tag_tests(label: str, metric: str, pairs: Pairs, cases: Mapping[str, CaseIn
         picked = by_tag[tag]
         sub = ([questions[i] for i in picked], [base[i] for i in picked], [new[i] for i in picked])
         clusters = _clusters(sub[0], cases, options)
-        out.append(_test(label, metric, sub, clusters, unstable_count, options, tag))
+        out.append(_test(label, metric, sub, clusters, unstable_count, options, patterns, tag))
     return out
 
 

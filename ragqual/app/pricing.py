@@ -87,14 +87,14 @@ def variant_cost_rows(engine: Engine, run_id: int, scorer_name: str = SCORER_NAM
                          if r.score is not None)
 
 
-def scored_variant_costs(trials: Iterable[tuple[int, str, bool | None, bool]],
+def scored_variant_costs(trials: Iterable[tuple[int, str, bool | None, bool, float | None]],
                          costs: Mapping[int, CostValue]) -> list[VariantCost]:
-    """`variant_cost_rows` from trials already read: (trial id, variant, perfect, scored) in trial
-    order, with the run's `trial_costs` (which holds every trial of the run). A report has both
-    at hand, so it does not read the run's trials a second time."""
+    """`variant_cost_rows` from trials already read: (trial id, variant, perfect, scored, cost
+    column) in trial order, with the run's `trial_costs` (which holds every trial of the run). A
+    report has both at hand, so it does not read the run's trials a second time."""
     return variant_costs(TrialCost(variant, bool(perfect), costs[t].cost if t in costs else None,
                                    costs[t].currency if t in costs else None)
-                         for t, variant, perfect, scored in trials if scored)
+                         for t, variant, perfect, scored, _ in trials if scored)
 
 
 def summary_variant_costs(engine: Engine, summary: Summary, scorer_name: str = SCORER_NAME,
@@ -103,7 +103,9 @@ def summary_variant_costs(engine: Engine, summary: Summary, scorer_name: str = S
     (a summary read before it carried them falls back to reading the run again)."""
     if not summary.scored_trials:
         return variant_cost_rows(engine, int(summary.run_id or 0), scorer_name, scorer_version, snapshot)
-    return scored_variant_costs(summary.scored_trials, trial_costs(engine, int(summary.run_id or 0), snapshot))
+    legacy = {trial[0]: trial[4] for trial in summary.scored_trials}
+    return scored_variant_costs(summary.scored_trials,
+                                trial_costs(engine, int(summary.run_id or 0), snapshot, legacy=legacy))
 
 
 def cost_frame(costs: Sequence[VariantCost]) -> pd.DataFrame:

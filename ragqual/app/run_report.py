@@ -11,6 +11,7 @@ are fractions from 0 to 1, as everywhere in ragqual. Retrieval runs are summaris
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,10 +84,12 @@ def build_report(
         table = _retrieval_table(engine, info, questions, group_keys(by, retrieval=True))
         return _with_changes(engine, info, Report(title, header, [("metrics", table)], notes))
     header["scorer"] = f"{scorer_name} v{scorer_version}" if scorer_version else f"{scorer_name} (newest version)"
-    costs = trial_costs(engine, info.id, pricing_snapshot)
+    legacy = [None if math.isnan(cost) else cost for cost in trials["cost"].tolist()]
+    costs = trial_costs(engine, info.id, pricing_snapshot, legacy=dict(zip(trials["trial_id"].tolist(), legacy)))
     trials["cost"] = trials["trial_id"].map(lambda t: costs[t].cost if t in costs else None).astype(float)
     per_variant = scored_variant_costs(zip(trials["trial_id"].tolist(), trials["variant"].tolist(),
-                                           trials["perfect"].tolist(), trials["score"].notna().tolist()), costs)
+                                           trials["perfect"].tolist(), trials["score"].notna().tolist(), legacy),
+                                       costs)
     header["pricing"] = pricing_note(engine, info.id, pricing_snapshot)
     keys = group_keys(by, retrieval=False)
     trials = with_axis_columns(trials, keys, info)

@@ -7,6 +7,7 @@ Only rows a seal covers are read (ragqual.store.sealed_rows).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -95,18 +96,22 @@ def pricing_inputs(engine: Engine, run_id: int) -> list[PricingInput]:
             for r in rows]
 
 
-def trial_costs(engine: Engine, run_id: int, snapshot_id: int | None = None) -> dict[int, CostValue]:
+def trial_costs(engine: Engine, run_id: int, snapshot_id: int | None = None,
+                legacy: Mapping[int, float | None] | None = None) -> dict[int, CostValue]:
     """trial id -> its cost: the newest row (or the row under `snapshot_id`); a trial without a
-    cost row reads `trials.cost` when no snapshot is pinned, and is unpriced when one is."""
+    cost row reads `trials.cost` when no snapshot is pinned, and is unpriced when one is.
+    `legacy`, when the caller has read them already: every covered trial's `trials.cost`."""
     with Session(engine) as session:
-        rows = session.execute(select(Trial.id, Trial.cost).where(Trial.run_id == run_id, is_covered("trials"))).all()
+        if legacy is None:
+            legacy = dict(session.execute(
+                select(Trial.id, Trial.cost).where(Trial.run_id == run_id, is_covered("trials"))).all())
         costed = _newest_rows(session, run_id, snapshot_id) if has_cost_tables(engine) else {}
     out = {}
-    for trial_id, legacy in rows:
+    for trial_id, legacy_cost in legacy.items():
         if trial_id in costed:
             out[trial_id] = CostValue(*costed[trial_id])
         else:
-            out[trial_id] = CostValue(legacy if snapshot_id is None else None, None, None)
+            out[trial_id] = CostValue(legacy_cost if snapshot_id is None else None, None, None)
     return out
 
 

@@ -17,6 +17,7 @@ The SQL is written for SQLite and PostgreSQL alike. Two choices shape every repo
 from __future__ import annotations
 
 import json
+from operator import countOf, itemgetter
 from typing import Any
 from collections.abc import Sequence
 
@@ -122,6 +123,8 @@ def newest_metric_rows(rows: Sequence[Row]) -> list[Row]:
     """Of rows in id order, per key the one of the highest version, the later row on a tie.
 
     The key is (trial, metric) for a trial's rows, (question, group, metric) for the others."""
+    if _distinct_trial_keys(rows):  # a run never rescored: nothing to choose
+        return list(rows)
     chosen: dict[tuple[Any, ...], Row] = {}
     for row in rows:
         trial_id, case_id, group_key, metric, _, version = row
@@ -131,6 +134,15 @@ def newest_metric_rows(rows: Sequence[Row]) -> list[Row]:
             chosen[key] = row
     kept = {id(r) for r in chosen.values()}
     return [row for row in rows if id(row) in kept]
+
+
+_TRIAL, _TRIAL_METRIC = itemgetter(0), itemgetter(0, 3)
+
+
+def _distinct_trial_keys(rows: Sequence[Row]) -> bool:
+    """Every row belongs to a trial and no two share (trial, metric): checked in C, several
+    times cheaper than choosing among rows that have no rival."""
+    return len(set(map(_TRIAL_METRIC, rows))) == len(rows) and countOf(map(_TRIAL, rows), None) == 0
 
 
 def metric_frame(engine: Engine, run_id: int, scorer_version: int | None = None) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ragqual.app.comparison import Options, compare, metric_rng
+from ragqual.app.comparison import Options, compare, pattern_rng
 from ragqual.core.stats import randomization_interval
 from ragqual.errors import InputError
 from ragqual.store.runstore import RunStore
@@ -227,10 +227,23 @@ def test_statistics_are_seeded_and_independent_of_the_other_metrics():
     questions = sorted(base.groups["dense"].questions)
     expected = randomization_interval([base.groups["dense"].questions[q]["mrr"] for q in questions],
                                       [new.groups["dense"].questions[q]["mrr"] for q in questions],
-                                      metric_rng(9, "dense", "mrr"), n_permutations=500)
+                                      pattern_rng(9, "dense", 40), n_permutations=500)
     assert (both["mrr"].delta, both["mrr"].ci_low, both["mrr"].ci_high, both["mrr"].p_value) == pytest.approx(
         tuple(expected))
     assert both["mrr"].ci_low < both["mrr"].delta < both["mrr"].ci_high
+
+
+def test_metrics_of_one_group_share_their_sign_patterns():
+    """Two metrics with the same per-question differences get the same p-value and interval: the
+    group's metrics are tested on one set of sign patterns (drawn once, not once per metric)."""
+    rng = np.random.default_rng(12)
+    pairs = rng.random((40, 2))
+    base = _summary({f"q{i}": {"mrr": float(a), "map@10": float(a)} for i, (a, _) in enumerate(pairs)})
+    new = _summary({f"q{i}": {"mrr": float(b), "map@10": float(b)} for i, (_, b) in enumerate(pairs)})
+    rows = {r.metric: r for r in compare_summaries(base, new, seed=3, resamples=500).rows}
+    assert rows["mrr"].test == rows["map@10"].test == "randomization"
+    assert (rows["mrr"].p_value, rows["mrr"].ci_low, rows["mrr"].ci_high) == (
+        rows["map@10"].p_value, rows["map@10"].ci_low, rows["map@10"].ci_high)
 
 
 def test_seeded_cli_output_is_reproducible(head_db, store, capsys):
