@@ -41,6 +41,10 @@ class VariantWhatif:
     overlap: whatif.Overlap
     unavailable: list[str] = field(default_factory=list)  # settings the stored candidates cannot recompute, and why
     own_strategy: str | None = None  # the strategy the run retrieved with
+    rewritten: int = 0
+    """Questions whose e2e trial searched the model's rewrite of a multi-turn conversation (its stored
+    `retrievalQuery` is not the golden's last message): a retrieval run searches that last message as
+    written, so its contextRecall of the same question can differ (docs/whatif.md)."""
 
 
 def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | None:
@@ -173,8 +177,20 @@ def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[
         chosen_on = SELECT_SPLIT if split else "all questions"
         out.append(VariantWhatif(variant, objective, own, len(questions), chosen_on, rows, report_rows,
                                  whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions),
-                                 unavailable, own_strategy))
+                                 unavailable, own_strategy, rewritten_questions(trials, variant, goldens)))
     return out
+
+
+def rewritten_questions(trials: Sequence[FailureTrial], variant: str, goldens: Mapping[str, Golden]) -> int:
+    """How many of `variant`'s questions e2e retrieval searched by another text than the golden's
+    query (its last message): the model's rewrite of a multi-turn conversation."""
+    searched: dict[str, bool] = {}
+    for t in trials:
+        raw = t.raw_output if isinstance(t.raw_output, dict) else {}
+        query = raw.get("retrievalQuery")
+        if t.variant == variant and t.case_id in goldens and isinstance(query, str):
+            searched[t.case_id] = searched.get(t.case_id, False) or query != goldens[t.case_id].query
+    return sum(searched.values())
 
 
 def _questions(trials: Sequence[FailureTrial], variant: str, goldens: dict[str, Golden]) -> list[whatif.Question]:
@@ -252,6 +268,10 @@ class RetrievalWhatif:
     report_rows: list[whatif.RankedRow] | None
     advice: str | None
     unavailable: list[str]  # strategies and settings the stored rankings cannot recompute, and why
+    last_turn: int = 0
+    """Multi-turn questions, which the retrieval tier searches by their last message as written (it
+    has no model to rewrite the conversation; e2e trials search the rewrite): a generation run's
+    contextRecall of the same questions can differ (docs/whatif.md)."""
 
 
 SCORE_MARGIN = 2e-6
@@ -340,5 +360,6 @@ def retrieval_whatif_from(run_id: int, configs: Mapping[str, dict[str, Any]], hi
                         for s in undecided]
     count = max((len(qs) for qs in questions.values()), default=0)
     chosen_on = SELECT_SPLIT if split else "all questions"
+    last_turn = sum(1 for g in goldens.values() if g.turns)
     return RetrievalWhatif(run_id, own, {n: kinds[n] for n in names}, count, chosen_on, rows, report_rows,
-                           whatif.ranked_advice(rows, own, chosen_on, report_rows), unavailable)
+                           whatif.ranked_advice(rows, own, chosen_on, report_rows), unavailable, last_turn)

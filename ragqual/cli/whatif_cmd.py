@@ -71,6 +71,10 @@ def describe_retrieval(result: RetrievalWhatif) -> str:
     if result.report_rows is not None and result.report_rows:
         out += [f"on test ({result.report_rows[0].questions} question(s)):", ranked_table(result.report_rows, result)]
     out += [f"  - cannot be recomputed: {why}" for why in result.unavailable]
+    if result.last_turn:
+        out.append(f"  - contextRecall: {result.last_turn} multi-turn question(s) were searched by their last message "
+                   "as written, where e2e trials search the model's rewrite of the conversation; a generation run's "
+                   "contextRecall can differ on those questions (docs/whatif.md).")
     out.append("  - " + (result.advice or f"no strategy, cut-off or context size tried raises contextRecall on "
                                            f"{result.chosen_on}."))
     return "\n".join(out)
@@ -82,6 +86,10 @@ def describe(v: VariantWhatif) -> str:
     if v.report_rows is not None:
         out += [f"on test ({v.report_rows[0].questions} question(s)):", table(v.report_rows, v.own, v.own_strategy)]
     out += [f"  - cannot be recomputed: {why}" for why in v.unavailable]
+    if v.rewritten:
+        out.append(f"  - contextRecall: e2e retrieval searched the model's rewrite of {v.rewritten} multi-turn "
+                   "question(s), where a retrieval run searches their last message as written; its contextRecall "
+                   "can differ on those questions (docs/whatif.md).")
     out.append("  - " + (v.advice or no_cut_off(v.overlap, v.objective, v.chosen_on)))
     return "\n".join(out)
 
