@@ -1,7 +1,10 @@
 """Where a stored raw output holds the model's answer, in every layout the history has.
 
-A backend's raw response holds the answer as `message.content` (Ollama's shape, which every
-backend mirrors; `response` in Ollama's generate shape). The RAG subject's raw output wraps that
+A backend's raw response holds the answer once, where its server put it: `message.content`
+(Ollama's chat shape, and the mock's), `response` (Ollama's generate shape), the first choice's
+`message.content` or `text` (OpenAI-compatible servers and llama.cpp). Responses written before
+the change that stores it once (and still in the response cache) also copy it to a top-level
+`message.content`. The RAG subject's raw output wraps that
 response as `backend`: before the change that stores it once, it also copied the answer to a
 top-level `message.content`, so old rows hold it twice; new rows hold it only as
 `backend.message.content`. A replayed answer (`answers:`) holds it as `message.content`, with
@@ -16,7 +19,8 @@ from typing import Any
 
 def answer_in(raw: Any) -> str | None:
     """The answer text of a raw response or raw output: `message.content`, else `response`, else
-    the same inside `backend`; None when there is none."""
+    the first choice's `message.content` or `text` (OpenAI's and llama.cpp's shapes), else the
+    same inside `backend`; None when there is none."""
     if not isinstance(raw, Mapping):
         return None
     message = raw.get("message")
@@ -24,8 +28,24 @@ def answer_in(raw: Any) -> str | None:
         return str(message["content"])
     if isinstance(raw.get("response"), str):
         return str(raw["response"])
+    choices = raw.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        first = choices[0]
+        message = first.get("message")
+        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+            return str(message["content"])
+        if isinstance(first.get("text"), str):
+            return str(first["text"])
     backend = raw.get("backend")
     return answer_in(backend) if isinstance(backend, Mapping) and backend is not raw else None
+
+
+def holding(answer: str, response: dict[str, Any]) -> dict[str, Any]:
+    """A backend's raw `response` that `answer_in` reads `answer` from: the response as it is when
+    it already holds exactly that text, else with the answer added as `message.content`."""
+    if answer_in(response) == answer:
+        return response
+    return {**response, "message": {"role": "assistant", "content": answer}}
 
 
 def without_copy(answer: str, backend: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragqual.core.replies import answer_in, without_copy
+from ragqual.core.replies import answer_in, holding, without_copy
 from ragqual.engine.subject import SubjectContractError, reply_text
 
 BACKEND = {"model": "m", "message": {"role": "assistant", "content": "Boil it."}, "done": True}
@@ -34,3 +34,22 @@ def test_an_answer_the_backend_does_not_hold_verbatim_keeps_its_own_copy():
     assert without_copy("Boil", BACKEND) == {"message": {"role": "assistant", "content": "Boil"}, "backend": BACKEND}
     assert without_copy("a", {"choices": []}) == {"message": {"role": "assistant", "content": "a"},
                                                   "backend": {"choices": []}}
+
+
+OPENAI = {"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant", "content": "In 1843."}}]}
+LLAMA_COMPLETION = {"object": "text_completion", "choices": [{"index": 0, "text": "Yes."}]}
+
+
+def test_openai_and_llamacpp_bodies_are_read_where_the_server_put_the_answer():
+    assert answer_in(OPENAI) == "In 1843." and answer_in(LLAMA_COMPLETION) == "Yes."
+    assert answer_in({"backend": OPENAI, "injected": []}) == "In 1843."
+    cached_before = {**OPENAI, "message": {"role": "assistant", "content": "In 1843."}}  # two copies
+    assert answer_in(cached_before) == answer_in(OPENAI)
+
+
+def test_a_backend_body_gets_a_message_only_when_it_lacks_the_exact_answer():
+    assert holding("In 1843.", OPENAI) is OPENAI
+    assert holding("Yes.", LLAMA_COMPLETION) is LLAMA_COMPLETION
+    empty = {"choices": [{"index": 0, "message": {"role": "assistant", "content": None}}]}
+    assert holding("", empty) == {**empty, "message": {"role": "assistant", "content": ""}}
+    assert answer_in(holding("", empty)) == ""
