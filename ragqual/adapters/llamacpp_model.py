@@ -507,7 +507,6 @@ def score_output(alternatives: Sequence[tuple[str, float]], *, prompt_tokens: in
     return {"object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
 
 
-
 def _grammar(fmt: str | dict[str, Any] | None) -> Any:
     """A llama.cpp grammar that forces JSON (any object, or the given schema); None for text."""
     if fmt is None:

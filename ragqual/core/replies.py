@@ -1,14 +1,15 @@
 """Where a stored raw output holds the model's answer, in every layout the history has.
 
-A backend's raw response holds the answer once, where its server put it: `message.content`
-(Ollama's chat shape, and the mock's), `response` (Ollama's generate shape), the first choice's
-`message.content` or `text` (OpenAI-compatible servers and llama.cpp). Responses written before
-the change that stores it once (and still in the response cache) also copy it to a top-level
-`message.content`. The RAG subject's raw output wraps that
-response as `backend`: before the change that stores it once, it also copied the answer to a
-top-level `message.content`, so old rows hold it twice; new rows hold it only as
-`backend.message.content`. A replayed answer (`answers:`) holds it as `message.content`, with
-no backend. `answer_in` reads every one of these, so old and new rows read identically.
+A backend's raw response holds the answer where its server put it: `message.content` (Ollama's
+chat shape, and the mock's), `response` (Ollama's generate shape), or the first choice's
+`message.content` or `text` (OpenAI-compatible servers, llama.cpp). OpenAI-compatible and
+llama.cpp responses written before the answer was stored once (and still in the response cache)
+also copy it to a top-level `message.content`.
+
+The RAG subject's raw output wraps that response as `backend`. Rows written before the answer was
+stored once also copy it to a top-level `message.content`, so they hold it twice; new rows hold it
+only inside `backend`. A replayed answer (`answers:`) holds it as `message.content`, with no
+backend. `answer_in` reads every one of these, so old and new rows read identically.
 """
 
 from __future__ import annotations
