@@ -18,8 +18,9 @@ through it; a base model without one gets a plain-text transcript (the system te
 turn. `raw["prompt_format"]` records which one answered.
 
 `raw` is llama.cpp's own completion object plus `prompt_format`, `n_ctx`, `n_threads`,
-`ignored_options`, llama.cpp's `timings` for the call, and the reply as `message.content`
-(the shape subjects read stored answers from).
+`ignored_options` and llama.cpp's `timings` for the call. The reply is held once, where
+llama.cpp put it (the first choice's `text` or `message.content`, which ragqual.core.replies
+reads); a top-level `message.content` is added only when the choice holds no text.
 
 Determinism: temperature 0 and seed 42 unless the request says otherwise, and the context is
 reset before each generation. Without the reset llama.cpp reuses the matching prefix of the
@@ -67,6 +68,7 @@ import numpy as np
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
 from ragqual.errors import ModelCallFailed
 from ragqual.core.hashing import sha256_hex
+from ragqual.core.replies import holding
 from ragqual.errors import InputError
 
 INSTALL_HINT = "pip install 'ragqual[llamacpp]'"
@@ -458,7 +460,7 @@ class LlamaCppChatModel:
         text = choice.get("text") if "text" in choice else (choice.get("message") or {}).get("content")
         usage = output.get("usage") or {}
         text = text or ""
-        raw = json.loads(json.dumps({**output, "timings": timings, "message": _message(text)}, default=_plain))
+        raw = json.loads(json.dumps(holding(text, {**output, "timings": timings}), default=_plain))
         return ChatResponse(
             text=text, raw=raw, prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"), latency_ms=latency_ms,
@@ -503,11 +505,6 @@ def score_output(alternatives: Sequence[tuple[str, float]], *, prompt_tokens: in
     choice = {"index": 0, "message": {"role": "assistant", "content": token}, "logprobs": {"content": content},
               "finish_reason": "length"}
     return {"object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
-
-
-def _message(text: str) -> dict[str, str]:
-    """The reply again in Ollama's shape, which subjects read back from stored raw responses."""
-    return {"role": "assistant", "content": text}
 
 
 def _grammar(fmt: str | dict[str, Any] | None) -> Any:

@@ -17,8 +17,9 @@ never share cached answers. The key and any password in the base URL are registe
 headers) cannot get them into a stored error or a printed message; every text taken from a
 server is redacted here too.
 
-`raw` is the server's JSON body plus the reply as a top-level `message.content` (the shape
-subjects read stored answers from) and `ignored_options` when some were not sent.
+`raw` is the server's JSON body, which holds the reply once as `choices[0].message.content`
+(ragqual.core.replies reads it there), plus `ignored_options` when some were not sent. Responses
+cached before the reply was stored once also hold it as a top-level `message.content`.
 
 digest() is None: `/models` lists ids and owners (and, for some servers, a creation time that
 changes at every restart), nothing derived from the weights. Cached answers are therefore keyed
@@ -56,6 +57,7 @@ import httpx
 from ragqual.adapters.deadline import call_deadline, deadline_transport
 from ragqual.adapters.llm import ChatMessage, ChatRequest, ChatResponse
 from ragqual.adapters.retry import AttemptObserver, Retryable, with_retries
+from ragqual.core.replies import holding
 from ragqual.core.redact import redact_text, remember_bearer, remember_url_secrets
 from ragqual.errors import InputError, ModelCallFailed, ServiceUnavailable
 
@@ -238,7 +240,7 @@ class OpenAIChatModel:
             raise ModelCallFailed(
                 f"malformed response from {self.shown_url}: {type(err).__name__} {_one_line(str(err))}; "
                 f"body starts {_one_line(response.text, 120)!r}", reason="malformed") from None
-        raw = {**raw, "message": {"role": "assistant", "content": text}}
+        raw = holding(text, raw)
         if ignored:
             raw["ignored_options"] = ignored
         return ChatResponse(text=text, raw=raw, prompt_tokens=usage.get("prompt_tokens"),

@@ -28,6 +28,7 @@ from ragqual.core import judging, rubrics
 from ragqual.core.agreement import swap_consistency
 from ragqual.core.cachekey import response_cache_key
 from ragqual.core.hashing import canonical_json
+from ragqual.core.replies import answer_in
 from ragqual.engine.services import ensure_available
 from ragqual.errors import InputError, ModelCallFailed
 from ragqual.store import judgements
@@ -110,8 +111,8 @@ def question_of(trial: StoredTrial) -> str:
 
 def answer_of(trial: StoredTrial) -> str:
     raw = trial.raw_output
-    if isinstance(raw, dict) and isinstance(raw.get("message"), dict):
-        return str(raw["message"].get("content") or "")
+    if isinstance(raw, dict) and (isinstance(raw.get("message"), dict) or isinstance(raw.get("backend"), dict)):
+        return answer_in(raw) or ""
     return "" if raw is None else str(raw)
 
 

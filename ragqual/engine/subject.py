@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ragqual.vocab import ChatMessage, ChatRequest, ChatResponse
+from ragqual.core.replies import answer_in
 from ragqual.core.scoring import Outcome
 from ragqual.engine import axes as axes_mod
 from ragqual.engine.axes import Axis
@@ -219,11 +220,9 @@ def replay_telemetry(entry: Any) -> Telemetry:
 
 
 def reply_text(raw: Any) -> str:
-    """The assistant's text from a raw chat response (Ollama's shape, which the mock mirrors)."""
-    if isinstance(raw, dict):
-        message = raw.get("message")
-        if isinstance(message, dict) and isinstance(message.get("content"), str):
-            return message["content"]
-        if isinstance(raw.get("response"), str):
-            return raw["response"]
-    raise SubjectContractError(f"the stored raw response has no message text: {str(raw)[:120]!r}")
+    """The assistant's text from a raw chat response or a stored raw output, in any layout the
+    history holds (ragqual.core.replies)."""
+    text = answer_in(raw)
+    if text is None:
+        raise SubjectContractError(f"the stored raw response has no message text: {str(raw)[:120]!r}")
+    return text

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # alembic loads only to migrate or to list the script folder
 
 BUSY_TIMEOUT_MS = 30_000
 
-HEAD_REVISION = "0013"
+HEAD_REVISION = "0014"
 """The newest migration. Every command checks the database against it, so it is a constant
 rather than a read of the script folder (~0.2 s of Alembic import and parsing per command);
 tests/store/test_migrations.py keeps it equal to the script folder's head."""

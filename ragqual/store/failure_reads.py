@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from ragqual.core.replies import answer_in
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import ALIAS_COVERED, current_metric_row
 from ragqual.store.sealed_rows import covered
@@ -89,9 +90,8 @@ def _json(value: str | None) -> Any:
 def _answer(parsed: Any, raw: Any) -> str:
     if isinstance(parsed, str):
         return parsed
-    message = raw.get("message") if isinstance(raw, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
+    content = answer_in(raw)
+    if content is not None:
         return content
     return "" if parsed is None else json.dumps(parsed)
 

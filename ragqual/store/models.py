@@ -210,7 +210,6 @@ class MetricValue(Base):
 
     __tablename__ = "metric_values"
     __table_args__ = (
-        Index("ix_metric_values_run_metric", "run_id", "metric"),
         Index("ix_metric_values_run_metric_version", "run_id", "metric", "scorer_version", "group_key", "value"),
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

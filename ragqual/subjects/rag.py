@@ -19,6 +19,7 @@ from ragqual.core.answer_patterns import PATTERNS_VERSION
 from ragqual.core.diagnosis import document_recall, evidence_from, fact_coverage, reader_ceiling
 from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
+from ragqual.core.replies import without_copy
 from ragqual.core.scoring import Outcome
 from ragqual.engine.axes import Axis
 from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes, TrialContext
@@ -207,7 +208,7 @@ class RagSubject(Subject):
         request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
-        raw = {"message": {"role": "assistant", "content": response.text}, "backend": response.raw,
+        raw = {**without_copy(response.text, response.raw),
                "retrievalQuery": query, "rewrite": rewrite, "injected": ids}
         if candidates is not None:
             raw["candidates"] = candidates

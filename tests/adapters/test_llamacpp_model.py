@@ -446,3 +446,15 @@ def test_a_judge_prompt_longer_than_the_context_grows_the_context_instead_of_fai
         model.close()
     assert judged.prompt_tokens > 128 and judged.raw["n_ctx"] >= judged.prompt_tokens + 64
     assert len(judged.raw["choices"][0]["logprobs"]["top_logprobs"][0]) == 3
+
+
+@pytest.mark.parametrize("choice", [{"index": 0, "text": "Boil it first."},
+                                    {"index": 0, "message": {"role": "assistant", "content": "Boil it first."}}])
+def test_the_reply_is_held_once_where_llama_cpp_put_it(choice):
+    from ragqual.adapters.llamacpp_model import LlamaCppChatModel
+
+    output = {"object": "chat.completion", "choices": [choice], "usage": {"prompt_tokens": 3, "completion_tokens": 3}}
+    response = object.__new__(LlamaCppChatModel)._response(output, {"prompt_n": 3}, 1.0, 0.0)
+    assert response.raw == {**output, "timings": {"prompt_n": 3}}  # no second copy of the reply
+    assert json.dumps(response.raw).count("Boil it first.") == 1
+    assert reply_text(response.raw) == response.text == "Boil it first."
