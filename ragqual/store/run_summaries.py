@@ -28,9 +28,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Connection, Engine, bindparam, insert, text
 from sqlalchemy.orm import Session
 
@@ -39,6 +38,9 @@ from ragqual.store.models import RunSummary
 from ragqual.store.queries import (Row, metric_mean_rows, metric_means, metric_means_frame, score_mean_rows,
                                    score_means, score_means_frame)
 from ragqual.store.sealed_rows import covered, read_snapshot
+
+if TYPE_CHECKING:  # pandas loads only where frames are built (queries), not to append a run
+    import pandas as pd
 
 TABLE = "run_summaries"
 FORMAT = 1
