@@ -28,9 +28,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Connection, Engine, bindparam, insert, text
+from sqlalchemy import Connection, Engine, Table, bindparam, insert, text
 from sqlalchemy.orm import Session
 
 from ragqual.core.scoring import SCORER_NAME
@@ -94,7 +94,7 @@ def newest_seal(conn: Connection, run_id: int) -> int | None:
 def append(session: Session, run_id: int, now: datetime, scorer_name: str = SCORER_NAME) -> None:
     """Append the run's summary inside the caller's write transaction (which then seals it)."""
     conn = session.connection()
-    session.execute(insert(RunSummary).values(run_id=run_id, seal_id=newest_seal(conn, run_id),
+    session.execute(insert(cast(Table, RunSummary.__table__)).values(run_id=run_id, seal_id=newest_seal(conn, run_id),
                                               scorer_name=scorer_name, body=body_of(conn, run_id, scorer_name),
                                               created_at=now))
 
