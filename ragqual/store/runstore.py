@@ -298,7 +298,7 @@ class RunStore:
         def work(session: Session) -> int:
             now = self.clock()
             runs = table_of(Run)
-            run_id = session.execute(
+            run_id: int = session.execute(
                 insert(runs)
                 .values(
                     kind=kind,
@@ -408,8 +408,8 @@ class RunStore:
         wanted = {cid: (slug, canonical_json(d)) for cid, slug, d in cases}
         digests = {cid: sha256_hex(body) for cid, (_, body) in wanted.items()}
 
-        cases = table_of(CaseDef)  # Core, not the ORM: a warm run never configures the mappers
-        known_cases = select(cases.c.case_id, cases.c.sha256, cases.c.id).where(cases.c.subject == subject)
+        defs = table_of(CaseDef)  # Core, not the ORM: a warm run never configures the mappers
+        known_cases = select(defs.c.case_id, defs.c.sha256, defs.c.id).where(defs.c.subject == subject)
 
         def work(session: Session) -> dict[str, int]:
             rows = session.execute(known_cases).all()
@@ -419,7 +419,7 @@ class RunStore:
                 for cid in wanted if (cid, digests[cid]) not in known
             ]
             if missing:
-                session.execute(insert(cases), missing)
+                session.execute(insert(defs), missing)
                 rows = session.execute(known_cases).all()
                 known = {(cid, sha): pk for cid, sha, pk in rows}
             return {cid: known[(cid, digests[cid])] for cid in wanted}
