@@ -45,15 +45,19 @@ def embed_in_batches(texts: Sequence[str], embedder: TextEmbedder, *, progress: 
         found = matrices.read_matrix(texts)
         if found is not None:
             return found
-    from tqdm import tqdm
-
     parts: list[np.ndarray] = []
-    with tqdm(total=len(texts), desc=desc, unit="chunk", disable=not progress, file=sys.stderr, leave=False,
-              bar_format=BAR_FORMAT, smoothing=0.1) as bar:
+    if not progress:  # no bar: tqdm is not even imported (a warm run reads every vector from the cache)
         for start in range(0, len(texts), batch_size):
-            batch = list(texts[start : start + batch_size])
-            parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
-            bar.update(len(batch))
+            parts.append(np.asarray(embedder.embed(list(texts[start : start + batch_size])), dtype=np.float32))
+    else:
+        from tqdm import tqdm
+
+        with tqdm(total=len(texts), desc=desc, unit="chunk", file=sys.stderr, leave=False,
+                  bar_format=BAR_FORMAT, smoothing=0.1) as bar:
+            for start in range(0, len(texts), batch_size):
+                batch = list(texts[start : start + batch_size])
+                parts.append(np.asarray(embedder.embed(batch), dtype=np.float32))
+                bar.update(len(batch))
     out = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
     if matrices is not None:
         matrices.store_matrix(texts, out)

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 from operator import countOf, itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Sequence
 
-import pandas as pd
 from sqlalchemy import Connection, Engine, bindparam, text
 
 from ragqual.core.scoring import SCORER_NAME
@@ -29,6 +28,9 @@ from ragqual.errors import InputError
 from ragqual.store.records import run_status
 from ragqual.store.score_choice import newest_score_join
 from ragqual.store.sealed_rows import covered
+
+if TYPE_CHECKING:  # pandas loads where a frame is built: appending a run needs only the rows
+    import pandas as pd
 
 RUNS_SQL = """
 SELECT s.run_id, s.kind, s.subject, s.started_at, s.ended_at, s.status, s.git_sha, s.git_dirty,
@@ -42,6 +44,8 @@ ORDER BY s.run_id DESC
 
 def runs_frame(engine: Engine, kind: str | None = None, limit: int | None = None) -> pd.DataFrame:
     """The runs, oldest first; with `limit`, only the newest `limit` of them."""
+    import pandas as pd
+
     where = "WHERE s.kind = :kind" if kind else ""
     params: dict[str, Any] = {"kind": kind} if kind else {}
     if limit:
@@ -94,6 +98,8 @@ def trial_frame(
     engine: Engine, run_id: int, scorer_name: str = SCORER_NAME, scorer_version: int | None = None
 ) -> pd.DataFrame:
     """`trial_rows` as a DataFrame: NaN for a missing score, booleans as booleans."""
+    import pandas as pd
+
     frame = pd.DataFrame(trial_rows(engine, run_id, scorer_name, scorer_version), columns=TRIAL_COLUMNS)
     for column in ("score", "latency_ms", "cost"):
         frame[column] = pd.to_numeric(frame[column]).astype(float)
@@ -146,6 +152,8 @@ def _distinct_trial_keys(rows: Sequence[Row]) -> bool:
 
 
 def metric_frame(engine: Engine, run_id: int, scorer_version: int | None = None) -> pd.DataFrame:
+    import pandas as pd
+
     frame = pd.DataFrame(metric_rows(engine, run_id, scorer_version), columns=METRIC_COLUMNS)
     frame["value"] = pd.to_numeric(frame["value"]).astype(float)
     return frame
@@ -230,6 +238,8 @@ def score_mean_rows(conn: Connection, run_ids: Sequence[int], scorer_name: str =
 def score_means_frame(rows: Sequence[Row]) -> pd.DataFrame:
     """`score_mean_rows` (from SQL, from summaries or both) as `score_means` returns them, in
     (run, mode) order whatever order they came in."""
+    import pandas as pd
+
     ordered = sorted(rows, key=lambda r: (r[0], r[1]))
     return pd.DataFrame(ordered, columns=SCORE_MEAN_COLUMNS).astype({"score": float, "pass": float})  # PostgreSQL: numeric
 
@@ -241,6 +251,8 @@ def score_means(engine: Engine, run_ids: Sequence[int], scorer_name: str = SCORE
 
     Both the trial and the score side are read from covering indexes (migration 0003).
     """
+    import pandas as pd
+
     if not run_ids:
         return pd.DataFrame(columns=SCORE_MEAN_COLUMNS)
     with engine.connect() as conn:
@@ -295,6 +307,8 @@ def metric_mean_rows(conn: Connection, run_ids: Sequence[int], metrics: Sequence
 def metric_means_frame(rows: Sequence[Row]) -> pd.DataFrame:
     """`metric_mean_rows` (from SQL, from summaries or both) as `metric_means` returns them: the
     rows of each run and metric's newest version, in (run, metric, version, group) order."""
+    import pandas as pd
+
     columns = METRIC_MEAN_COLUMNS
     if not rows:
         return pd.DataFrame(columns=columns)
@@ -309,6 +323,8 @@ def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str],
                  scorer_version: int | None = None) -> pd.DataFrame:
     """Per run, group and metric: the mean and count of the current non-null values (newest
     version, or the newest not above `scorer_version`)."""
+    import pandas as pd
+
     if not run_ids or not metrics:
         return pd.DataFrame(columns=METRIC_MEAN_COLUMNS)
     with engine.connect() as conn:
@@ -317,6 +333,8 @@ def metric_means(engine: Engine, run_ids: Sequence[int], metrics: Sequence[str],
 
 def export_trials(engine: Engine, run_id: int) -> pd.DataFrame:
     """The run's rows of the `v_trials` view (each trial with its newest score of any scorer)."""
+    import pandas as pd
+
     with engine.connect() as conn:
         return pd.read_sql_query(
             text("SELECT * FROM v_trials WHERE run_id = :run_id ORDER BY trial_id"), conn,
@@ -338,6 +356,8 @@ ORDER BY m.id
 def export_metrics(engine: Engine, run_id: int) -> pd.DataFrame:
     """Every sealed metric row of the run, every scorer version included; `case_id` is the case's id now
     (read through case_aliases), `stored_case_id` the one the row was written with."""
+    import pandas as pd
+
     with engine.connect() as conn:
         return pd.read_sql_query(text(EXPORT_METRICS_SQL), conn, params={"run_id": run_id})
 
@@ -351,6 +371,8 @@ class QueryRefused(InputError):
 def read_only_query(url: str, sql: str) -> pd.DataFrame | None:
     """Run one statement read-only (see `sql_console`: no writes, no ATTACH, 30 s at most) and
     return all its rows; None when it returns no rows."""
+    import pandas as pd
+
     from ragqual.store.sql_console import open_query
 
     with open_query(url, sql, limit=0) as stream:

@@ -28,10 +28,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-import pandas as pd
-from sqlalchemy import Connection, Engine, bindparam, insert, text
+from sqlalchemy import Connection, Engine, Table, bindparam, insert, text
 from sqlalchemy.orm import Session
 
 from ragqual.core.scoring import SCORER_NAME
@@ -39,6 +38,9 @@ from ragqual.store.models import RunSummary
 from ragqual.store.queries import (Row, metric_mean_rows, metric_means, metric_means_frame, score_mean_rows,
                                    score_means, score_means_frame)
 from ragqual.store.sealed_rows import covered, read_snapshot
+
+if TYPE_CHECKING:  # pandas loads only where frames are built (queries), not to append a run
+    import pandas as pd
 
 TABLE = "run_summaries"
 FORMAT = 1
@@ -92,7 +94,7 @@ def newest_seal(conn: Connection, run_id: int) -> int | None:
 def append(session: Session, run_id: int, now: datetime, scorer_name: str = SCORER_NAME) -> None:
     """Append the run's summary inside the caller's write transaction (which then seals it)."""
     conn = session.connection()
-    session.execute(insert(RunSummary).values(run_id=run_id, seal_id=newest_seal(conn, run_id),
+    session.execute(insert(cast(Table, RunSummary.__table__)).values(run_id=run_id, seal_id=newest_seal(conn, run_id),
                                               scorer_name=scorer_name, body=body_of(conn, run_id, scorer_name),
                                               created_at=now))
 

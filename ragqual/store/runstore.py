@@ -297,8 +297,9 @@ class RunStore:
 
         def work(session: Session) -> int:
             now = self.clock()
-            run_id = session.execute(
-                insert(Run)
+            runs = table_of(Run)
+            run_id: int = session.execute(
+                insert(runs)
                 .values(
                     kind=kind,
                     subject=subject,
@@ -314,9 +315,9 @@ class RunStore:
                     prompt_hashes=json.dumps(list(provenance.prompt_hashes)),
                     provenance=canonical_json(provenance.as_dict()),
                 )
-                .returning(Run.id)
+                .returning(runs.c.id)
             ).scalar_one()
-            session.execute(insert(RunEvent).values(run_id=run_id, event="started", at=now))
+            session.execute(insert(table_of(RunEvent)).values(run_id=run_id, event="started", at=now))
             return run_id
 
         return self._write(work)
@@ -329,7 +330,7 @@ class RunStore:
             text = None if detail is None else redact_text(detail)
             if self.seal and event in END_EVENTS:
                 text = _with_seal_head(text, sealing.head(session, run_id))
-            session.execute(insert(RunEvent).values(run_id=run_id, event=event, at=self.clock(), detail=text))
+            session.execute(insert(table_of(RunEvent)).values(run_id=run_id, event=event, at=self.clock(), detail=text))
             if event == "finished":
                 self._summarise(session, run_id)
 
@@ -407,20 +408,19 @@ class RunStore:
         wanted = {cid: (slug, canonical_json(d)) for cid, slug, d in cases}
         digests = {cid: sha256_hex(body) for cid, (_, body) in wanted.items()}
 
+        defs = table_of(CaseDef)  # Core, not the ORM: a warm run never configures the mappers
+        known_cases = select(defs.c.case_id, defs.c.sha256, defs.c.id).where(defs.c.subject == subject)
+
         def work(session: Session) -> dict[str, int]:
-            rows = session.execute(
-                select(CaseDef.case_id, CaseDef.sha256, CaseDef.id).where(CaseDef.subject == subject)
-            ).all()
+            rows = session.execute(known_cases).all()
             known = {(cid, sha): pk for cid, sha, pk in rows}
             missing = [
                 {"subject": subject, "case_id": cid, "slug": wanted[cid][0], "sha256": digests[cid], "definition": wanted[cid][1]}
                 for cid in wanted if (cid, digests[cid]) not in known
             ]
             if missing:
-                session.execute(insert(CaseDef), missing)
-                rows = session.execute(
-                    select(CaseDef.case_id, CaseDef.sha256, CaseDef.id).where(CaseDef.subject == subject)
-                ).all()
+                session.execute(insert(defs), missing)
+                rows = session.execute(known_cases).all()
                 known = {(cid, sha): pk for cid, sha, pk in rows}
             return {cid: known[(cid, digests[cid])] for cid in wanted}
 

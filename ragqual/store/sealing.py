@@ -230,9 +230,10 @@ class SealDraft:
 
 def head(session: Session | Connection, run_id: int | None = None) -> str | None:
     """The newest seal's digest: database-wide, or of one run."""
-    query = select(Seal.digest).order_by(Seal.id.desc()).limit(1)
+    seals = _table("seals")  # Core: a run's writes never configure the ORM mappers
+    query = select(seals.c.digest).order_by(seals.c.id.desc()).limit(1)
     if run_id is not None:
-        query = query.where(Seal.run_id == run_id)
+        query = query.where(seals.c.run_id == run_id)
     return session.execute(query).scalar_one_or_none()
 
 

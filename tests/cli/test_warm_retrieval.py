@@ -20,8 +20,11 @@ try:
     main(["--json", "retrieval"])
 except SystemExit as stop:
     code = stop.code
-heavy = sorted(m for m in ("qdrant_client", "bm25s", "onnxruntime", "alembic", "ollama") if m in sys.modules)
-print(json.dumps({"code": code, "loaded": heavy}), file=sys.stderr)
+heavy = sorted(m for m in ("qdrant_client", "bm25s", "onnxruntime", "alembic", "ollama", "pandas", "tqdm")
+               if m in sys.modules)
+models = sys.modules.get("ragqual.store.models")
+configured = models is not None and models.Run.__mapper__.configured  # the ORM set up for queries
+print(json.dumps({"code": code, "loaded": heavy, "orm_configured": configured}), file=sys.stderr)
 """
 
 
@@ -34,10 +37,11 @@ def _probe(workdir) -> tuple[dict, dict]:
 
 
 def test_a_warm_run_loads_neither_qdrant_nor_bm25s_nor_the_model(workdir):
+    """Nor pandas, tqdm or the ORM's mapper set-up: it appends rows through Core statements only."""
     cold = invoke("--json", "retrieval")
     assert cold.exit_code == 0, cold.output
     status, warm = _probe(workdir)
-    assert status == {"code": 0, "loaded": []}
+    assert status == {"code": 0, "loaded": [], "orm_configured": False}
     assert warm["quality"] == json.loads(cold.stdout)["quality"]
 
 
