@@ -29,6 +29,7 @@ from ragqual.core.runlabel import LABEL_KEYS
 from ragqual.core.scoring import SCORER_NAME, is_unstable, percentile
 from ragqual.engine import axes as axes_mod
 from ragqual.errors import InputError
+from ragqual.store.bulk_reads import collector_paused
 from ragqual.store.queries import case_tags_by_id, case_tags_by_pk, metric_frame, trial_frame
 from ragqual.store.cost_reads import trial_costs
 from ragqual.store.records import RunInfo
@@ -68,8 +69,9 @@ def build_report(
     engine: Engine, info: RunInfo, by: Sequence[str] = (), scorer_name: str = SCORER_NAME,
     scorer_version: int | None = None, pricing_snapshot: int | None = None,
 ) -> Report:
-    trials = trial_frame(engine, info.id, scorer_name, scorer_version)
-    metrics = metric_frame(engine, info.id, scorer_version)
+    with collector_paused():
+        trials = trial_frame(engine, info.id, scorer_name, scorer_version)
+        metrics = metric_frame(engine, info.id, scorer_version)
     header = run_header(info) | history_head(engine)
     # the name and tags have their own header lines
     header["params"] = brief_params({k: v for k, v in (info.params or {}).items() if k not in LABEL_KEYS})

@@ -35,6 +35,7 @@ from ragqual.core.metric_names import PASS, SCORE
 from ragqual.core.metric_names import display_order as ordered_metrics
 from ragqual.core.scoring import SCORER_NAME, is_unstable
 from ragqual.errors import InputError
+from ragqual.store.bulk_reads import collector_paused
 from ragqual.store.queries import TRIAL_COLUMNS, metric_rows, trial_rows
 from ragqual.store.records import RunInfo, run_status
 from ragqual.store.sealed_rows import unsealed_counts
@@ -115,10 +116,11 @@ def summarise_run(
     engine: Engine, info: RunInfo, scorer_name: str = SCORER_NAME, scorer_version: int | None = None
 ) -> Summary:
     """The run's summary from its stored rows (see the module doc for the grouping)."""
-    trials = trial_rows(engine, info.id, scorer_name, scorer_version)
-    metrics = metric_rows(engine, info.id, scorer_version)
-    groups = _trial_groups(trials, metrics)
-    groups.update(_question_groups(metrics))
+    with collector_paused():
+        trials = trial_rows(engine, info.id, scorer_name, scorer_version)
+        metrics = metric_rows(engine, info.id, scorer_version)
+        groups = _trial_groups(trials, metrics)
+        groups.update(_question_groups(metrics))
     variants = sorted({row[TRIAL_COLUMNS.index("variant")] for row in trials})
     header = run_header(info) | {"variants": variants, "scorer": {"name": scorer_name, "version": scorer_version},
                                  "provenance": info.provenance}
