@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, repeat
-from operator import attrgetter, itemgetter, methodcaller
+from itertools import chain, compress, repeat
+from operator import and_, attrgetter, itemgetter, methodcaller
 
 import numpy as np
 
@@ -260,8 +260,10 @@ def _check_options(relevance_level: int, max_docs: int | None) -> None:
 def evaluated_queries(qrels: Qrels, run: Run, *, complete: bool = False) -> list[str]:
     """The queries trec_eval scores, in its (byte) order: those with judgements and at least
     one retrieved document, or with `complete` every qrels query."""
-    chosen = qrels if complete else (q for q, docs in run.items() if docs and q in qrels)
-    return sorted(chosen)
+    if complete:
+        return sorted(qrels)
+    retrieved_and_judged = map(and_, map(bool, run.values()), map(qrels.__contains__, run))
+    return sorted(compress(run, retrieved_and_judged))
 
 
 _KERNELS = {
@@ -328,16 +330,18 @@ def evaluate(
 def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """trec_eval's `all` line: the mean over the queries in `results` (num_* are summed).
 
-    Sums run in query byte order, as trec_eval's do, so the last digit matches too.
+    Sums run in query byte order, as trec_eval's do, so the last digit matches too: one
+    sequential `np.add.accumulate` from 0.0, the same additions as a Python loop would make.
     """
     qids = sorted(results)
-    rows = [results[q] for q in qids]
+    rows = list(map(results.__getitem__, qids))
     names = list(dict.fromkeys(chain.from_iterable(rows)))
     means: dict[str, float] = {}
     for name in names:
-        total = 0.0
-        for value in map(methodcaller("get", name, 0.0), rows):
-            total += value
+        values = np.empty(len(rows) + 1)
+        values[0] = 0.0
+        values[1:] = np.fromiter(map(methodcaller("get", name, 0.0), rows), np.float64, len(rows))
+        total = float(np.add.accumulate(values)[-1])
         means[name] = total if name.startswith("num_") else (total / len(qids) if qids else 0.0)
     return means
 
@@ -408,18 +412,19 @@ class _Inputs:
 
 def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     empty: Mapping[str, float] = {}
-    per_query = [run.get(q, empty) for q in qids]
-    judgements = [qrels[q] for q in qids]
+    per_query = list(map(run.get, qids, repeat(empty)))
+    judgements = list(map(qrels.__getitem__, qids))
     sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
     total = int(sizes.sum())
-    scores = np.fromiter(chain.from_iterable([d.values() for d in per_query]), np.float64, total)
+    scores = np.fromiter(chain.from_iterable(map(methodcaller("values"), per_query)), np.float64, total)
     if np.isnan(scores).any():
         raise InputError("a score is NaN; NaN cannot be ranked")
     not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
     lookups = map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged))
     labels = np.fromiter(chain.from_iterable(lookups), np.int64, total)
     judged_sizes = np.fromiter(map(len, judgements), np.int64, len(qids))
-    judged = np.fromiter(chain.from_iterable([j.values() for j in judgements]), np.int64, int(judged_sizes.sum()))
+    judged_values = chain.from_iterable(map(methodcaller("values"), judgements))
+    judged = np.fromiter(judged_values, np.int64, int(judged_sizes.sum()))
     return _Inputs(_flat(-scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
 
 
