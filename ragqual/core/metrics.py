@@ -417,7 +417,7 @@ def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
     total = int(sizes.sum())
     scores = np.fromiter(chain.from_iterable(map(methodcaller("values"), per_query)), np.float64, total)
-    if np.isnan(scores).any():
+    if total and np.isnan(scores.min()):  # min propagates NaN; no mask of a million cells
         raise InputError("a score is NaN; NaN cannot be ranked")
     not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
     lookups = map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged))
@@ -440,7 +440,7 @@ def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below
     order = np.argsort(neg, axis=1)
     labels = np.take_along_axis(inputs.labels.padded(rows, width, NOT_JUDGED), order, axis=1)
     if unjudged_below is not None:
-        labels[(labels < unjudged_below) & (labels <= 0)] = NOT_JUDGED
+        labels[labels < min(unjudged_below, 1)] = NOT_JUDGED  # below the level and <= 0, labels being ints
     _break_ties(labels, order, np.take_along_axis(neg, order, axis=1), inputs, rows)
     return labels
 

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from ragqual.core.metrics import evaluated_queries, mean_scores
+from ragqual.core.metrics import evaluate, evaluated_queries, mean_scores
+from ragqual.errors import InputError
 
 
 def plain_mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
@@ -64,3 +65,14 @@ def test_evaluated_queries_as_the_generator_chose_them(seed):
     run = {f"q{i}": ({} if rng.random() < 0.2 else {"d": 0.5}) for i in rng.permutation(60) if rng.random() < 0.7}
     for complete in (False, True):
         assert evaluated_queries(qrels, run, complete=complete) == plain_evaluated_queries(qrels, run, complete=complete)
+
+
+@pytest.mark.parametrize("where", [0, 1, 57, 199])
+def test_a_nan_anywhere_among_infinities_is_refused(where):
+    scores = [float("inf"), float("-inf"), 0.0, -0.0] * 50
+    scores[where] = float("nan")
+    run = {"empty": {}, "q": {f"d{i}": s for i, s in enumerate(scores)}}
+    with pytest.raises(InputError, match="NaN"):
+        evaluate({"q": {"d1": 1}, "empty": {"d1": 1}}, run, ["map"], complete=True)
+    scores[where] = 1.0
+    evaluate({"q": {"d1": 1}}, {"q": {f"d{i}": s for i, s in enumerate(scores)}}, ["map"])  # no NaN, no error
