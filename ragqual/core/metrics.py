@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, compress, repeat
-from operator import and_, attrgetter, itemgetter, methodcaller
+from itertools import chain, compress, islice, repeat
+from operator import and_, attrgetter, methodcaller
 
 import numpy as np
 
@@ -404,10 +404,16 @@ class _Inputs:
     judged: _Flat
     per_query: list[Mapping[str, float]]
 
-    @cached_property
-    def doc_ids(self) -> list[str]:
-        """Doc ids in the order of `neg_scores.values`; built only when scores tie."""
-        return list(chain.from_iterable(self.per_query))
+    def doc_ids(self, queries: np.ndarray, positions: np.ndarray) -> list[str]:
+        """The doc id at run position `positions[i]` of query `queries[i]`, for each i.
+
+        Each is read by stepping through its own ranking's keys (islice, in C) rather than
+        from a list of every doc id: only the few tied documents need a name, and a list of a
+        million names costs more than the steps (every name touched twice, to list and to free).
+        """
+        starts = positions.tolist()
+        rankings = map(self.per_query.__getitem__, queries.tolist())
+        return list(chain.from_iterable(map(islice, rankings, starts, map((1).__add__, starts))))
 
 
 def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
@@ -461,7 +467,7 @@ def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, input
     members = order.reshape(-1)[cells]
     real = members < inputs.neg_scores.sizes[rows][row]
     names = np.empty(len(cells), dtype=object)
-    picked = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
+    picked = inputs.doc_ids(rows[row[real]], members[real])
     names[real] = np.array(picked, dtype=object)  # the str objects themselves, never numpy's '<U'
     flat = labels.reshape(-1)
     flat[cells[_places(names, real, sizes)]] = flat[cells]
@@ -543,14 +549,6 @@ def _mixed_tie_groups(tied: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray,
     mixed = np.minimum.reduceat(values, first) != np.maximum.reduceat(values, first)
     sizes = np.diff(np.append(first, len(cells)))
     return cells[np.repeat(mixed, sizes)], sizes[mixed]
-
-
-def _pick(items: list[str], indices: np.ndarray) -> list[str]:
-    if len(indices) == 0:
-        return []
-    if len(indices) == 1:
-        return [items[int(indices[0])]]
-    return list(itemgetter(*indices.tolist())(items))
 
 
 def _blocks(widths: np.ndarray) -> Iterator[np.ndarray]:
