@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 import pytest
 
-from ragqual.core.metrics import evaluate, evaluated_queries, mean_scores
+from ragqual.core.metrics import evaluate, evaluate_reference, evaluated_queries, mean_scores
 from ragqual.errors import InputError
 
 
@@ -76,3 +77,28 @@ def test_a_nan_anywhere_among_infinities_is_refused(where):
         evaluate({"q": {"d1": 1}, "empty": {"d1": 1}}, run, ["map"], complete=True)
     scores[where] = 1.0
     evaluate({"q": {"d1": 1}}, {"q": {f"d{i}": s for i, s in enumerate(scores)}}, ["map"])  # no NaN, no error
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tied_names_read_from_any_mapping(seed):
+    # tied documents' names are read by stepping through each ranking's keys: read-only mappings
+    # (not dicts) must rank exactly like dicts, and both like the per-query kernels
+    rng = np.random.default_rng(seed)
+    names = [f"d{i}" for i in range(80)] + ["\u00e9", "a b", "\U0001f600", ""]
+    qrels, run = {}, {}
+    for t in range(30):
+        judged = rng.choice(len(names), size=int(rng.integers(0, 40)), replace=False)
+        qrels[f"q{t}"] = {names[i]: int(rng.integers(-1, 3)) for i in judged}
+        retrieved = rng.choice(len(names), size=int(rng.integers(0, len(names))), replace=False)
+        run[f"q{t}"] = {names[i]: float(rng.choice([0.0, -0.0, 1.0, 2.0, -np.inf])) for i in retrieved}
+    frozen_qrels = MappingProxyType({q: MappingProxyType(j) for q, j in qrels.items()})
+    frozen_run = MappingProxyType({q: MappingProxyType(r) for q, r in run.items()})
+    measures = ["map", "ndcg_cut_10", "recip_rank", "recall_10", "bpref", "P_5"]
+    for complete in (False, True):
+        expected = evaluate_reference(qrels, run, measures, complete=complete)
+        assert bits_rows(evaluate(frozen_qrels, frozen_run, measures, complete=complete)) == bits_rows(expected)
+        assert bits_rows(evaluate(qrels, run, measures, complete=complete)) == bits_rows(expected)
+
+
+def bits_rows(scores: dict[str, dict[str, float]]) -> dict[str, list[tuple[str, str]]]:
+    return {q: bits(row) for q, row in scores.items()}
