@@ -447,7 +447,11 @@ def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below
     labels = np.take_along_axis(inputs.labels.padded(rows, width, NOT_JUDGED), order, axis=1)
     if unjudged_below is not None:
         labels[labels < min(unjudged_below, 1)] = NOT_JUDGED  # below the level and <= 0, labels being ints
-    _break_ties(labels, order, np.take_along_axis(neg, order, axis=1), inputs, rows)
+    # the scores in rank order, sorted where they lie (nothing reads them after this block); a
+    # sort may put 0.0 and -0.0 the other way round, but they compare equal, and equality is
+    # all the tie repair reads
+    neg.sort(axis=1)
+    _break_ties(labels, order, neg, inputs, rows)
     return labels
 
 
