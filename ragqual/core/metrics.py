@@ -425,14 +425,30 @@ def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     scores = np.fromiter(chain.from_iterable(map(methodcaller("values"), per_query)), np.float64, total)
     if total and np.isnan(scores.min()):  # min propagates NaN; no mask of a million cells
         raise InputError("a score is NaN; NaN cannot be ranked")
-    not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
-    lookups = map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged))
-    labels = np.fromiter(chain.from_iterable(lookups), np.int64, total)
+    labels = _labels(judgements, per_query, total)
     judged_sizes = np.fromiter(map(len, judgements), np.int64, len(qids))
-    judged_values = chain.from_iterable(map(methodcaller("values"), judgements))
-    judged = np.fromiter(judged_values, np.int64, int(judged_sizes.sum()))
+    judged = _small_ints(lambda: chain.from_iterable(map(methodcaller("values"), judgements)), int(judged_sizes.sum()))
     neg_scores = np.negative(scores, out=scores)  # in place: one large array fewer to fault in
     return _Inputs(_flat(neg_scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
+
+
+def _labels(judgements: list[Mapping[str, int]], per_query: list[Mapping[str, float]], total: int) -> np.ndarray:
+    """Each retrieved document's label, run after run (NOT_JUDGED when the qrels lack it)."""
+    def lookups() -> Iterator[int]:
+        not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
+        return chain.from_iterable(map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged)))
+
+    return _small_ints(lookups, total)
+
+
+def _small_ints(values: Callable[[], Iterator[int]], count: int) -> np.ndarray:
+    """The labels `values()` yields as int8 when every one fits, as usual (-1..4): an eighth of
+    the memory to fill, gather, sort and compare, with the same values (numpy compares int8 with
+    any Python int exactly, and a gain divided by a float64 is the same float64); else int64."""
+    try:
+        return np.fromiter(values(), np.int8, count)
+    except OverflowError:
+        return np.fromiter(values(), np.int64, count)
 
 
 def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below: int | None) -> np.ndarray:

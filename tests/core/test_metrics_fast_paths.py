@@ -102,3 +102,24 @@ def test_tied_names_read_from_any_mapping(seed):
 
 def bits_rows(scores: dict[str, dict[str, float]]) -> dict[str, list[tuple[str, str]]]:
     return {q: bits(row) for q, row in scores.items()}
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("extreme", [127, 128, -128, -129, 300, 2**40, -(2**40)])
+def test_labels_past_int8_give_the_same_bits(seed, extreme):
+    # labels are read as int8 when they all fit and as int64 when one does not: both give
+    # the per-query kernels' floats, whichever side of the boundary a label falls
+    rng = np.random.default_rng(seed)
+    names = [f"d{i}" for i in range(60)]
+    qrels, run = {}, {}
+    for t in range(25):
+        judged = rng.choice(len(names), size=int(rng.integers(0, 30)), replace=False)
+        qrels[f"q{t}"] = {names[i]: int(rng.choice([-1, 0, 1, 2, 3, extreme])) for i in judged}
+        retrieved = rng.choice(len(names), size=int(rng.integers(0, 50)), replace=False)
+        run[f"q{t}"] = {names[i]: float(rng.choice([0.0, 0.5, 1.0, -np.inf, float(i)])) for i in retrieved}
+    measures = ["map", "ndcg", "ndcg_cut_5", "recip_rank", "recall_10", "bpref", "P_5", "Rprec", "num_rel"]
+    for level in (0, 1, 2, 200):
+        for complete in (False, True):
+            options = {"relevance_level": level, "complete": complete}
+            assert bits_rows(evaluate(qrels, run, measures, **options)) == \
+                bits_rows(evaluate_reference(qrels, run, measures, **options)), options
