@@ -11,7 +11,9 @@ is called once untimed and then timed warm.
     python benchmarks/bench_metrics.py --before /tmp/before
 
 Each row carries the load average (1 min) when its last repeat finished; the machine may be
-shared, so compare ratios measured side by side rather than seconds from different runs.
+shared, so compare ratios measured side by side rather than seconds from different runs. A
+second table gives each ragqual row's ratio to pytrec_eval within each round (median and
+spread), which moves less with the load than a ratio of two bests.
 """
 
 from __future__ import annotations

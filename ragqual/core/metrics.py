@@ -349,7 +349,7 @@ def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------
 # The batch path
 #
-# Where the time goes (10,000 queries x 100 documents, docs/performance.md): about half in
+# Where the time goes (10,000 queries x 100 documents, docs/performance.md): about two thirds in
 # reading the scores and labels out of the dicts (one C-level pass each; the label look-ups
 # dominate), then per padded block of queries one row-wise sort of the scores, the repair of
 # the runs of tied scores whose labels differ (doc ids compared pairwise), and a few array
