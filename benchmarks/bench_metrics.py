@@ -11,7 +11,9 @@ is called once untimed and then timed warm.
     python benchmarks/bench_metrics.py --before /tmp/before
 
 Each row carries the load average (1 min) when its last repeat finished; the machine may be
-shared, so compare ratios measured side by side rather than seconds from different runs.
+shared, so compare ratios measured side by side rather than seconds from different runs. A
+second table gives each ragqual row's ratio to pytrec_eval within each round (median and
+spread), which moves less with the load than a ratio of two bests.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -58,6 +61,9 @@ class Timing:
     cpu: float = float("inf")
     means: dict[str, float] = field(default_factory=dict)
     load: float = 0.0
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    loads: list[float] = field(default_factory=list)
 
 
 def best_of(repeats: int, contenders: dict[str, Callable[[], dict[str, float]]]) -> dict[str, Timing]:
@@ -69,10 +75,12 @@ def best_of(repeats: int, contenders: dict[str, Callable[[], dict[str, float]]])
             wall, cpu = time.perf_counter(), time.process_time()
             means = work()
             best = timings[name]
-            best.wall = min(best.wall, time.perf_counter() - wall)
-            best.cpu = min(best.cpu, time.process_time() - cpu)
+            best.walls.append(time.perf_counter() - wall)
+            best.cpus.append(time.process_time() - cpu)
+            best.loads.append(os.getloadavg()[0])
+            best.wall, best.cpu = min(best.walls), min(best.cpus)
             best.means = means
-            best.load = os.getloadavg()[0]
+            best.load = best.loads[-1]
     return timings
 
 
@@ -181,6 +189,25 @@ def print_table(timings: dict[str, Timing], args: argparse.Namespace) -> None:
     ratio = ours.wall / reference.wall
     print(f"\nragqual / pytrec_eval (build + evaluate): {ratio:.2f} wall, {ours.cpu / reference.cpu:.2f} CPU "
           f"(goal <= {GOAL}: {'met' if ratio <= GOAL else 'NOT met'})")
+    print_rounds(timings, args)
+
+
+def print_rounds(timings: dict[str, Timing], args: argparse.Namespace) -> None:
+    """Each ragqual row over pytrec_eval within each round (the two ran seconds apart, so a change
+    of load touches both): the median and the spread of those ratios, with the rounds' loads."""
+    reference = timings["pytrec_eval"]
+    loads = [load for t in timings.values() for load in t.loads]
+    print(f"\nPer round ({args.repeats} rounds, load {min(loads):.2f}-{max(loads):.2f}), row / pytrec_eval "
+          "(build + evaluate):\n")
+    print("| row | wall median | wall min-max | CPU median | CPU min-max |")
+    print("|---|---:|---:|---:|---:|")
+    for name, t in timings.items():
+        if not name.startswith("ragqual"):
+            continue
+        walls = [ours / theirs for ours, theirs in zip(t.walls, reference.walls)]
+        cpus = [ours / theirs for ours, theirs in zip(t.cpus, reference.cpus)]
+        print(f"| {name} | {statistics.median(walls):.3f} | {min(walls):.3f}-{max(walls):.3f} "
+              f"| {statistics.median(cpus):.3f} | {min(cpus):.3f}-{max(cpus):.3f} |")
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain, repeat
-from operator import attrgetter, itemgetter, methodcaller
+from itertools import chain, compress, islice, repeat
+from operator import and_, attrgetter, methodcaller
 
 import numpy as np
 
@@ -260,8 +260,10 @@ def _check_options(relevance_level: int, max_docs: int | None) -> None:
 def evaluated_queries(qrels: Qrels, run: Run, *, complete: bool = False) -> list[str]:
     """The queries trec_eval scores, in its (byte) order: those with judgements and at least
     one retrieved document, or with `complete` every qrels query."""
-    chosen = qrels if complete else (q for q, docs in run.items() if docs and q in qrels)
-    return sorted(chosen)
+    if complete:
+        return sorted(qrels)
+    retrieved_and_judged = map(and_, map(bool, run.values()), map(qrels.__contains__, run))
+    return sorted(compress(run, retrieved_and_judged))
 
 
 _KERNELS = {
@@ -328,16 +330,18 @@ def evaluate(
 def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """trec_eval's `all` line: the mean over the queries in `results` (num_* are summed).
 
-    Sums run in query byte order, as trec_eval's do, so the last digit matches too.
+    Sums run in query byte order, as trec_eval's do, so the last digit matches too: one
+    sequential `np.add.accumulate` from 0.0, the same additions as a Python loop would make.
     """
     qids = sorted(results)
-    rows = [results[q] for q in qids]
+    rows = list(map(results.__getitem__, qids))
     names = list(dict.fromkeys(chain.from_iterable(rows)))
     means: dict[str, float] = {}
     for name in names:
-        total = 0.0
-        for value in map(methodcaller("get", name, 0.0), rows):
-            total += value
+        values = np.empty(len(rows) + 1)
+        values[0] = 0.0
+        values[1:] = np.fromiter(map(methodcaller("get", name, 0.0), rows), np.float64, len(rows))
+        total = float(np.add.accumulate(values)[-1])
         means[name] = total if name.startswith("num_") else (total / len(qids) if qids else 0.0)
     return means
 
@@ -345,7 +349,7 @@ def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------
 # The batch path
 #
-# Where the time goes (10,000 queries x 100 documents, docs/performance.md): about half in
+# Where the time goes (10,000 queries x 100 documents, docs/performance.md): about two thirds in
 # reading the scores and labels out of the dicts (one C-level pass each; the label look-ups
 # dominate), then per padded block of queries one row-wise sort of the scores, the repair of
 # the runs of tied scores whose labels differ (doc ids compared pairwise), and a few array
@@ -400,27 +404,51 @@ class _Inputs:
     judged: _Flat
     per_query: list[Mapping[str, float]]
 
-    @cached_property
-    def doc_ids(self) -> list[str]:
-        """Doc ids in the order of `neg_scores.values`; built only when scores tie."""
-        return list(chain.from_iterable(self.per_query))
+    def doc_ids(self, queries: np.ndarray, positions: np.ndarray) -> list[str]:
+        """The doc id at run position `positions[i]` of query `queries[i]`, for each i.
+
+        Each is read by stepping through its own ranking's keys (islice, in C) rather than
+        from a list of every doc id: only the few tied documents need a name, and a list of a
+        million names costs more than the steps (every name touched twice, to list and to free).
+        """
+        starts = positions.tolist()
+        rankings = map(self.per_query.__getitem__, queries.tolist())
+        return list(chain.from_iterable(map(islice, rankings, starts, map((1).__add__, starts))))
 
 
 def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     empty: Mapping[str, float] = {}
-    per_query = [run.get(q, empty) for q in qids]
-    judgements = [qrels[q] for q in qids]
+    per_query = list(map(run.get, qids, repeat(empty)))
+    judgements = list(map(qrels.__getitem__, qids))
     sizes = np.fromiter(map(len, per_query), np.int64, len(qids))
     total = int(sizes.sum())
-    scores = np.fromiter(chain.from_iterable([d.values() for d in per_query]), np.float64, total)
-    if np.isnan(scores).any():
+    scores = np.fromiter(chain.from_iterable(map(methodcaller("values"), per_query)), np.float64, total)
+    if total and np.isnan(scores.min()):  # min propagates NaN; no mask of a million cells
         raise InputError("a score is NaN; NaN cannot be ranked")
-    not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
-    lookups = map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged))
-    labels = np.fromiter(chain.from_iterable(lookups), np.int64, total)
+    labels = _labels(judgements, per_query, total)
     judged_sizes = np.fromiter(map(len, judgements), np.int64, len(qids))
-    judged = np.fromiter(chain.from_iterable([j.values() for j in judgements]), np.int64, int(judged_sizes.sum()))
-    return _Inputs(_flat(-scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
+    judged = _small_ints(lambda: chain.from_iterable(map(methodcaller("values"), judgements)), int(judged_sizes.sum()))
+    neg_scores = np.negative(scores, out=scores)  # in place: one large array fewer to fault in
+    return _Inputs(_flat(neg_scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
+
+
+def _labels(judgements: list[Mapping[str, int]], per_query: list[Mapping[str, float]], total: int) -> np.ndarray:
+    """Each retrieved document's label, run after run (NOT_JUDGED when the qrels lack it)."""
+    def lookups() -> Iterator[int]:
+        not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
+        return chain.from_iterable(map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged)))
+
+    return _small_ints(lookups, total)
+
+
+def _small_ints(values: Callable[[], Iterator[int]], count: int) -> np.ndarray:
+    """The labels `values()` yields as int8 when every one fits, as usual (-1..4): an eighth of
+    the memory to fill, gather, sort and compare, with the same values (numpy compares int8 with
+    any Python int exactly, and a gain divided by a float64 is the same float64); else int64."""
+    try:
+        return np.fromiter(values(), np.int8, count)
+    except OverflowError:
+        return np.fromiter(values(), np.int64, count)
 
 
 def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below: int | None) -> np.ndarray:
@@ -434,8 +462,12 @@ def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below
     order = np.argsort(neg, axis=1)
     labels = np.take_along_axis(inputs.labels.padded(rows, width, NOT_JUDGED), order, axis=1)
     if unjudged_below is not None:
-        labels[(labels < unjudged_below) & (labels <= 0)] = NOT_JUDGED
-    _break_ties(labels, order, np.take_along_axis(neg, order, axis=1), inputs, rows)
+        labels[labels < min(unjudged_below, 1)] = NOT_JUDGED  # below the level and <= 0, labels being ints
+    # the scores in rank order, sorted where they lie (nothing reads them after this block); a
+    # sort may put 0.0 and -0.0 the other way round, but they compare equal, and equality is
+    # all the tie repair reads
+    neg.sort(axis=1)
+    _break_ties(labels, order, neg, inputs, rows)
     return labels
 
 
@@ -455,7 +487,7 @@ def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, input
     members = order.reshape(-1)[cells]
     real = members < inputs.neg_scores.sizes[rows][row]
     names = np.empty(len(cells), dtype=object)
-    picked = _pick(inputs.doc_ids, inputs.neg_scores.starts[rows][row[real]] + members[real])
+    picked = inputs.doc_ids(rows[row[real]], members[real])
     names[real] = np.array(picked, dtype=object)  # the str objects themselves, never numpy's '<U'
     flat = labels.reshape(-1)
     flat[cells[_places(names, real, sizes)]] = flat[cells]
@@ -539,14 +571,6 @@ def _mixed_tie_groups(tied: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray,
     return cells[np.repeat(mixed, sizes)], sizes[mixed]
 
 
-def _pick(items: list[str], indices: np.ndarray) -> list[str]:
-    if len(indices) == 0:
-        return []
-    if len(indices) == 1:
-        return [items[int(indices[0])]]
-    return list(itemgetter(*indices.tolist())(items))
-
-
 def _blocks(widths: np.ndarray) -> Iterator[np.ndarray]:
     """Query indices in groups whose padded matrix stays within the cell budget."""
     if len(widths) * int(widths.max(initial=1)) <= _CELL_BUDGET:
@@ -611,7 +635,11 @@ class _Block:
         if max_docs is not None:
             labels[:, max_docs:] = NOT_JUDGED
         self.labels = _fit(labels, self.width, NOT_JUDGED)
-        self.ideal_gains = _fit(np.maximum(np.sort(judged, axis=1)[:, ::-1], 0), self.width, 0)
+        gains = np.maximum(judged, 0)
+        gains.sort(axis=1)
+        # best first; no wider than the labels (past the positive gains every cell is 0, which adds
+        # nothing to a DCG), and no padding to their width either
+        self.ideal_gains = gains[:, ::-1][:, : self.width]
         sizes = inputs.labels.sizes[rows]
         self.num_ret = sizes if max_docs is None else np.minimum(sizes, max_docs)
         self.level = level
@@ -658,9 +686,8 @@ class _Block:
 
     def _dcg_at(self, gains: np.ndarray, k: int | None) -> np.ndarray:
         """Sum of gain / log2(rank + 1) over the top k, added in rank order."""
-        cols = self._columns(k)
-        top = gains[:, :cols]
-        discounted = np.where(top > 0, top / self.log2_ranks[:cols], 0.0)
+        top = gains[:, : self._columns(k)]  # the ideal gains may be narrower: their zeros add nothing
+        discounted = np.where(top > 0, top / self.log2_ranks[: top.shape[1]], 0.0)
         total: np.ndarray = np.cumsum(discounted, axis=1)[:, -1]
         return total
 
