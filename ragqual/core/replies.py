@@ -24,21 +24,28 @@ def answer_in(raw: Any) -> str | None:
     same inside `backend`; None when there is none."""
     if not isinstance(raw, Mapping):
         return None
-    message = raw.get("message")
-    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
-        return str(message["content"])
+    content = _content(raw.get("message"))
+    if content is not None:
+        return content
     if isinstance(raw.get("response"), str):
         return str(raw["response"])
     choices = raw.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         first = choices[0]
-        message = first.get("message")
-        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
-            return str(message["content"])
+        content = _content(first.get("message"))
+        if content is not None:
+            return content
         if isinstance(first.get("text"), str):
             return str(first["text"])
     backend = raw.get("backend")
     return answer_in(backend) if isinstance(backend, Mapping) and backend is not raw else None
+
+
+def _content(message: Any) -> str | None:
+    """A chat message's text content, None when it is not a message with text."""
+    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+        return str(message["content"])
+    return None
 
 
 def holding(answer: str, response: dict[str, Any]) -> dict[str, Any]:

@@ -1,3 +1,4 @@
+import json
 import shutil
 from pathlib import Path
 
@@ -71,3 +72,27 @@ def empty_history(tmp_path) -> Path:
     db.upgrade(engine)
     engine.dispose()
     return path
+
+
+def one_document_project(root: Path, monkeypatch, answer: str) -> Path:
+    """A project in `root` with one document holding `answer` and one answerable golden about it;
+    the mock model answers with the document's text. The working directory moves there."""
+    (root / "corpus").mkdir()
+    (root / "corpus" / "water-safety.md").write_text(f"# Water safety\n\n{answer}\n", encoding="utf-8")
+    (root / "goldens").mkdir()
+    golden = {"id": "water-safe-01", "query": "Is the spring water safe to drink?", "turns": [],
+              "relevantDocIds": ["water-safety"], "mustInclude": [r"\b1 minute"], "mustNotInclude": [],
+              "expectRefusal": False, "tags": ["water"], "split": "test"}
+    (root / "goldens" / "q.jsonl").write_text(json.dumps(golden) + "\n", encoding="utf-8")
+    return isolated_project(root, monkeypatch)
+
+
+def isolated_project(root: Path, monkeypatch) -> Path:
+    """`root` as the working directory of a project with its own history folder and cache, and no
+    database, Qdrant or Ollama address from the environment."""
+    (root / "eval-results").mkdir()
+    monkeypatch.chdir(root)
+    for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(root / "cache"))
+    return root

@@ -11,6 +11,7 @@ import pytest
 
 from ragqual.cli.main import main
 from ragqual.core.display import fmt_value
+from tests.cli.conftest import isolated_project
 
 PRICES = 'currency = "USD"\ndate = 2026-12-01\n\n[[model]]\nmatch = "mock"\ninput = 1000\noutput = 2000\n'
 REPRICED = 'currency = "EUR"\ndate = 2026-12-02\n\n[[model]]\nmatch = "mock*"\ninput = 500\noutput = 500\n'
@@ -18,12 +19,7 @@ REPRICED = 'currency = "EUR"\ndate = 2026-12-02\n\n[[model]]\nmatch = "mock*"\ni
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch) -> Path:
-    (tmp_path / "eval-results").mkdir()
-    monkeypatch.chdir(tmp_path)
-    for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
+    return isolated_project(tmp_path, monkeypatch)
 
 
 def ragqual(args, capsys) -> tuple[int, str, str]:

@@ -13,7 +13,7 @@ from ragqual.core import replies
 from ragqual.store.db import make_engine
 from ragqual.store.failure_reads import run_failure_trials
 from ragqual.store.trial_reads import run_answers, trial_detail
-from tests.cli.conftest import ragqual
+from tests.cli.conftest import one_document_project, ragqual
 
 ANSWER = "Boil the spring water for 1 minute before drinking it; filter it first when it is cloudy."
 
@@ -21,19 +21,7 @@ ANSWER = "Boil the spring water for 1 minute before drinking it; filter it first
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """One document and one answerable golden; the mock model answers with the document's text."""
-    (tmp_path / "corpus").mkdir()
-    (tmp_path / "corpus" / "water-safety.md").write_text(f"# Water safety\n\n{ANSWER}\n", encoding="utf-8")
-    (tmp_path / "goldens").mkdir()
-    golden = {"id": "water-safe-01", "query": "Is the spring water safe to drink?", "turns": [],
-              "relevantDocIds": ["water-safety"], "mustInclude": [r"\b1 minute"], "mustNotInclude": [],
-              "expectRefusal": False, "tags": ["water"], "split": "test"}
-    (tmp_path / "goldens" / "q.jsonl").write_text(json.dumps(golden) + "\n", encoding="utf-8")
-    (tmp_path / "eval-results").mkdir()
-    monkeypatch.chdir(tmp_path)
-    for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
+    return one_document_project(tmp_path, monkeypatch, ANSWER)
 
 
 def _old_layout(answer, backend):

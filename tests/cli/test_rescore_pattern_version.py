@@ -12,7 +12,7 @@ import regex
 from ragqual.core import answer_metrics
 from ragqual.core.answer_patterns import PATTERNS_VERSION
 from ragqual.subjects import rag
-from tests.cli.conftest import ragqual
+from tests.cli.conftest import one_document_project, ragqual
 
 ANSWER = "There is no information suggesting it is unsafe; boil for 1 minute."
 # Version 1's reading of that answer: a refusal, wherever "there is no information" stood.
@@ -27,19 +27,7 @@ def _v1_is_refusal(answer: str) -> bool:
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """One document and one answerable golden; the mock model answers with the document's text."""
-    (tmp_path / "corpus").mkdir()
-    (tmp_path / "corpus" / "water-safety.md").write_text(f"# Water safety\n\n{ANSWER}\n", encoding="utf-8")
-    (tmp_path / "goldens").mkdir()
-    golden = {"id": "water-safe-01", "query": "Is the spring water safe to drink?", "turns": [],
-              "relevantDocIds": ["water-safety"], "mustInclude": [r"\b1 minute"], "mustNotInclude": [],
-              "expectRefusal": False, "tags": ["water"], "split": "test"}
-    (tmp_path / "goldens" / "q.jsonl").write_text(json.dumps(golden) + "\n", encoding="utf-8")
-    (tmp_path / "eval-results").mkdir()
-    monkeypatch.chdir(tmp_path)
-    for var in ("RAGQUAL_DB", "QDRANT_URL", "OLLAMA_HOST"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("RAGQUAL_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
+    return one_document_project(tmp_path, monkeypatch, ANSWER)
 
 
 def _rows(db, sql):
