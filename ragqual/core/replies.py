@@ -24,28 +24,23 @@ def answer_in(raw: Any) -> str | None:
     same inside `backend`; None when there is none."""
     if not isinstance(raw, Mapping):
         return None
-    content = _content(raw.get("message"))
-    if content is not None:
-        return content
-    if isinstance(raw.get("response"), str):
-        return str(raw["response"])
+    found = _first_text(_content(raw.get("message")), raw.get("response"))
     choices = raw.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        first = choices[0]
-        content = _content(first.get("message"))
-        if content is not None:
-            return content
-        if isinstance(first.get("text"), str):
-            return str(first["text"])
+    if found is None and isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        found = _first_text(_content(choices[0].get("message")), choices[0].get("text"))
+    if found is not None:
+        return found
     backend = raw.get("backend")
     return answer_in(backend) if isinstance(backend, Mapping) and backend is not raw else None
 
 
-def _content(message: Any) -> str | None:
-    """A chat message's text content, None when it is not a message with text."""
-    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
-        return str(message["content"])
-    return None
+def _content(message: Any) -> Any:
+    """A chat message's content (None when `message` is not a mapping)."""
+    return message.get("content") if isinstance(message, Mapping) else None
+
+
+def _first_text(*candidates: Any) -> str | None:
+    return next((str(c) for c in candidates if isinstance(c, str)), None)
 
 
 def holding(answer: str, response: dict[str, Any]) -> dict[str, Any]:
