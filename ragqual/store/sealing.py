@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -127,12 +128,41 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
     slow: set[int] = set()
     encoded = [_encode_column(columns[i], slow) for i in order]
     keys = [encode_basestring(names[i]) for i in order]
-    texts = [template % values if None not in values else _without_nulls(keys, values) for values in zip(*encoded)]
+    rows_encoded = list(zip(*encoded))
+    if any(None in column for column in encoded):
+        texts = _with_nulls(keys, template, rows_encoded)
+    else:
+        texts = [template % values for values in rows_encoded]
     sha, width = hashlib.sha256, ROW_DIGEST_CHARS
     digests = [sha(text.encode("utf-8")).hexdigest()[:width] for text in texts]
     for n in slow:
         digests[n] = row_digest(dict(zip(names, rows[n], strict=True)))
     return list(zip(columns[at], digests, strict=True))
+
+
+def _with_nulls(keys: Sequence[str], template: str, rows: Sequence[tuple[str | None, ...]]) -> list[str]:
+    """Each row's canonical JSON when some rows hold NULLs: the rows of a batch share a few NULL
+    patterns (a trial's texts go by hash, its error and cost are NULL), so each pattern gets its
+    own %-template once and its rows are joined by it (the same text `_without_nulls` joins)."""
+    templates: dict[tuple[bool, ...], tuple[str, Callable[[tuple[str | None, ...]], Any] | None]] = {}
+    out = []
+    for values in rows:
+        if None not in values:
+            out.append(template % values)
+            continue
+        pattern = tuple(v is None for v in values)
+        found = templates.get(pattern)
+        if found is None:
+            kept = [n for n, null in enumerate(pattern) if not null]
+            form = "{" + ",".join(keys[n].replace("%", "%%") + ":%s" for n in kept) + "}"
+            pick = operator.itemgetter(*kept) if len(kept) > 1 else None
+            found = templates[pattern] = (form, pick)
+        form, pick = found
+        if pick is not None:
+            out.append(form % pick(values))
+        else:
+            out.append(_without_nulls(keys, values))
+    return out
 
 
 def _without_nulls(keys: Sequence[str], values: Sequence[str | None]) -> str:
