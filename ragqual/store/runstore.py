@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import Engine, Table, func, insert, inspect, select
+from sqlalchemy import Connection, Engine, Table, func, insert, inspect, select
+from sqlalchemy.engine import processors
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -32,6 +33,7 @@ from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
+    StoredText,
     CaseAlias,
     CaseDef,
     CorpusSnapshot,
@@ -62,6 +64,7 @@ LOCK_RETRIES = 60
 END_EVENTS = ("finished", "interrupted", "failed")
 WAL_CHECKPOINT_PAGES = 10_000  # ~40 MB of write-ahead log between checkpoints (SQLite's default: 1,000)
 WAL_CHECKPOINT_SET = "ragqual_wal_autocheckpoint"
+KNOWN_ROWS = "ragqual_known_rows"  # session.info: rows inserted with given ids, as SQLite returns them (the seal's)
 HIGH_WATER = "ragqual_high_water"  # session.info: each sealed table's highest id when the transaction took the lock
 
 
@@ -106,6 +109,14 @@ def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows
     if not rows:
         return
     conn = session.connection()
+    sql, _, _, params = _bound(conn, table, keys, rows)
+    conn.exec_driver_sql(sql, params)
+
+
+def _bound(conn: Connection, table: Table, keys: Sequence[str], rows: Sequence[Sequence[Any]],
+           ) -> tuple[str, list[str], list[Sequence[Any]] | None, list[Any]]:
+    """(the INSERT, its columns in bind order, the bound values column by column when they were
+    built that way (else None), the driver's parameters): every value as SQLAlchemy would bind it."""
     dialect = conn.dialect
     compiled = insert(table).compile(dialect=dialect, column_keys=list(keys))
     at = {k: i for i, k in enumerate(keys)}
@@ -114,13 +125,23 @@ def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows
     convert = [(at[k], process[k]) for k in order]
     params: list[Any]
     if compiled.positional and order == list(keys) and all(p is None for _, p in convert):
-        params = list(rows)
-    else:  # column-wise: the processors run over whole columns, the rows are re-zipped in C
-        columns = list(zip(*rows, strict=True))
-        ordered = [columns[i] if p is None else _processed(p, columns[i]) for i, p in convert]
-        tuples = zip(*ordered, strict=True)
-        params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
-    conn.exec_driver_sql(compiled.string, params)
+        return compiled.string, order, None, list(rows)
+    # column-wise: the processors run over whole columns, the rows are re-zipped in C
+    columns = list(zip(*rows, strict=True))
+    ordered: list[Sequence[Any]] = [columns[i] if p is None or _as_is(p, columns[i]) else _processed(p, columns[i])
+                                    for i, p in convert]
+    tuples = zip(*ordered, strict=True)
+    params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
+    return compiled.string, order, ordered, params
+
+
+_FLOATS = {float, type(None)}
+
+
+def _as_is(process: Callable[[Any], Any], column: Sequence[Any]) -> bool:
+    """Whether `process` leaves every value of `column` as it is: float() of a float or None
+    (a Float column's processor on SQLite) is the value itself."""
+    return process is processors.to_float and set(map(type, column)) <= _FLOATS
 
 
 def _processed(process: Callable[[Any], Any], column: Sequence[Any]) -> list[Any]:
@@ -216,6 +237,7 @@ class RunStore:
         self._spans: bool | None = None
         self._texts: bool | None = None
         self._summaries: bool | None = None
+        self._affinity: dict[str, dict[str, str]] = {}
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -260,7 +282,8 @@ class RunStore:
             before = sealing.high_water(session)
             session.info[HIGH_WATER] = before
             result = work(session)
-            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session))
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session),
+                         known=session.info.get(KNOWN_ROWS))
             return result
 
     def _has_spans(self, session: Session) -> bool:
@@ -281,6 +304,42 @@ class RunStore:
         columns, found = texts.split(values)
         bodies.update(found)
         return columns
+
+    def _append_rows(self, session: Session, table: Table, keys: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows of `keys` with one executemany. On SQLite, in a sealed transaction, each row
+        is given its id (the table's highest id when the transaction took the lock, plus 1, 2, ...:
+        the ids SQLite would assign), and when SQLite returns every bound value as bound
+        (ragqual.store.sealing.returned_as_bound) the rows are kept for the seal, which then digests
+        them instead of reading them back. The stored rows are the same either way."""
+        if not rows:
+            return
+        conn = session.connection()
+        marks = session.info.get(HIGH_WATER)
+        if conn.dialect.name != "sqlite" or marks is None:
+            bulk_insert_tuples(session, table, keys, rows)
+            return
+        known: dict[str, sealing.Bound | None] = session.info.setdefault(KNOWN_ROWS, {})
+        first = marks[table.name] + 1
+        if table.name in known:  # a second insert into the table: ids follow the rows already there
+            known[table.name] = None
+            first = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table.name}").scalar_one())
+        sql, order, columns, params = _bound(conn, table, ["id", *keys],
+                                             [(i, *row) for i, row in enumerate(rows, start=first)])
+        conn.exec_driver_sql(sql, params)
+        if table.name in known:
+            return
+        affinity = self._affinities(conn, table.name)
+        columns = columns if columns is not None else list(zip(*params, strict=True))
+        kept = all(sealing.returned_as_bound(affinity[name], column) for name, column in zip(order, columns, strict=True))
+        known[table.name] = (order, params) if kept and isinstance(params[0], tuple) else None
+
+    def _affinities(self, conn: Connection, table: str) -> dict[str, str]:
+        """Each column's SQLite affinity, from the types the database declares (asked once per store)."""
+        found = self._affinity.get(table)
+        if found is None:
+            declared = conn.exec_driver_sql(f"PRAGMA table_info({table})").all()
+            found = self._affinity[table] = {row[1]: sealing.sqlite_affinity(row[2] or "") for row in declared}
+        return found
 
     def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
@@ -534,7 +593,7 @@ class RunStore:
             bodies: dict[str, str] = {}
             rows = [self._trial_row(session, rec, now, bodies) for rec in recs]
             if bodies:
-                texts.store(session, bodies)
+                self._append_rows(session, table_of(StoredText), texts.STORED_COLUMNS, texts.missing(session, bodies))
             trial_ids = self._insert_trials(session, rows)
             assertions: list[tuple[Any, ...]] = []
             scores: list[tuple[Any, ...]] = []
@@ -545,9 +604,9 @@ class RunStore:
                 scores += _score_rows(trial_id, batch, rec.scores, now)
                 metrics += [(run_id, trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version, now)
                             for k, v in rec.metrics.items()]
-            bulk_insert_tuples(session, table_of(AssertionResult), ASSERTION_COLUMNS, assertions)
-            bulk_insert_tuples(session, table_of(TrialScore), SCORE_COLUMNS, scores)
-            bulk_insert_tuples(session, table_of(MetricValue), METRIC_COLUMNS, metrics)
+            self._append_rows(session, table_of(AssertionResult), ASSERTION_COLUMNS, assertions)
+            self._append_rows(session, table_of(TrialScore), SCORE_COLUMNS, scores)
+            self._append_rows(session, table_of(MetricValue), METRIC_COLUMNS, metrics)
             return trial_ids
 
         try:
@@ -599,11 +658,9 @@ class RunStore:
         tuples = [tuple(map(row.get, keys)) for row in rows]
         conn = session.connection()
         top = session.info.get(HIGH_WATER, {}).get("trials") if conn.dialect.name == "sqlite" else None
-        if top is not None:
-            ids = list(range(top + 1, top + 1 + len(rows)))
-            bulk_insert_tuples(session, table_of(Trial), ["id", *keys],
-                               [(i, *row) for i, row in zip(ids, tuples, strict=True)])
-            return ids
+        if top is not None and "trials" not in session.info.get(KNOWN_ROWS, {}):
+            self._append_rows(session, table_of(Trial), keys, tuples)
+            return list(range(top + 1, top + 1 + len(rows)))
         top = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM trials").scalar_one())
         bulk_insert_tuples(session, table_of(Trial), keys, tuples)
         ids = [int(i) for i in session.execute(select(Trial.id).where(Trial.id > top).order_by(Trial.id)).scalars()]

@@ -54,11 +54,13 @@ def split(values: Mapping[str, str | None]) -> tuple[dict[str, str | None], dict
     return columns, bodies
 
 
-def store(session: Session, bodies: Mapping[str, str]) -> None:
-    """Append the texts not yet stored. Called under the writers' lock (the run store's
-    transaction), so no other writer can append the same hash in between."""
+STORED_COLUMNS = ("sha256", "body")
+
+
+def missing(session: Session, bodies: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(sha256, body) of the texts among `bodies` that `texts` does not hold yet, to append."""
     if not bodies:
-        return
+        return []
     conn = session.connection()
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     hashes = list(bodies)
@@ -68,9 +70,16 @@ def store(session: Session, bodies: Mapping[str, str]) -> None:
         found = conn.exec_driver_sql(f"SELECT sha256 FROM texts WHERE sha256 IN ({', '.join([mark] * len(part))})",
                                      tuple(part))
         known.update(h for (h,) in found)
-    missing = [(h, b) for h, b in bodies.items() if h not in known]
-    if missing:
-        conn.exec_driver_sql(f"INSERT INTO texts (sha256, body) VALUES ({mark}, {mark})", missing)
+    return [(h, b) for h, b in bodies.items() if h not in known]
+
+
+def store(session: Session, bodies: Mapping[str, str]) -> None:
+    """Append the texts not yet stored. Called under the writers' lock (the run store's
+    transaction), so no other writer can append the same hash in between."""
+    rows = missing(session, bodies)
+    if rows:
+        mark = "?" if session.connection().dialect.name == "sqlite" else "%s"
+        session.connection().exec_driver_sql(f"INSERT INTO texts (sha256, body) VALUES ({mark}, {mark})", rows)
 
 
 def resolved_sql(alias: str, column: str) -> str:

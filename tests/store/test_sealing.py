@@ -54,6 +54,10 @@ def test_rows_sharing_null_patterns_digest_as_one_row_at_a_time():
     pool = [None, None, 0, 1.5, -0.0, "x", 'q"%s', True, 10**20]
     values = [(n, *(rng.choice(pool) for _ in range(5))) for n in range(1, 400)]
     values += [(400, None, None, None, None, None), (401, None, None, "only", None, None)]
+    # columns of one type and NULLs: a metric's value, an assertion's detail, a trial's token count
+    values += [(n, rng.choice([None, -0.0, 0.25, 1e-300, 3.0]), rng.choice([None, "é\n", "%"]),
+                rng.choice([None, 0, -5, 2**70]), rng.choice([None, float("nan"), 1.0]), rng.choice([None, True]))
+               for n in range(402, 700)]
     batched = sealing.row_digests(names, values)
     assert batched == [(row[0], sealing.row_digest(dict(zip(names, row)))) for row in values]
 
