@@ -330,7 +330,8 @@ class RunStore:
             return
         affinity = self._affinities(conn, table.name)
         columns = columns if columns is not None else list(zip(*params, strict=True))
-        kept = all(sealing.returned_as_bound(affinity[name], column) for name, column in zip(order, columns, strict=True))
+        kept = all(sealing.returned_as_bound(affinity[name], column)
+                   for name, column in zip(order, columns, strict=True))
         known[table.name] = (order, params) if kept and isinstance(params[0], tuple) else None
 
     def _affinities(self, conn: Connection, table: str) -> dict[str, str]:

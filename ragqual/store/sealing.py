@@ -165,8 +165,9 @@ def _with_nulls(keys: Sequence[str], template: str, rows: Sequence[tuple[str | N
         if found is None:
             kept = [n for n, null in enumerate(pattern) if not null]
             form = "{" + ",".join(keys[n].replace("%", "%%") + ":%s" for n in kept) + "}"
-            pick = operator.itemgetter(*kept) if len(kept) > 1 else None
-            found = templates[pattern] = (form, pick)
+            getter: Callable[[tuple[str | None, ...]], Any] | None = (
+                operator.itemgetter(*kept) if len(kept) > 1 else None)
+            found = templates[pattern] = (form, getter)
         form, pick = found
         if pick is not None:
             out.append(form % pick(values))
