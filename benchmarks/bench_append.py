@@ -12,6 +12,10 @@ SQLite always; PostgreSQL too when RAGQUAL_TEST_PG_URL names a server whose role
 databases (a throwaway database, dropped at the end; `--pg-trials` sets its size).
 
     python benchmarks/bench_append.py [--trials 1000000] [--pg-trials 1000000] [--sample 2000] [--db PATH]
+                                      [--batches 1,10,100,500]
+
+With PYTHONPATH naming another source tree (say `git archive` of an older commit), that tree's
+ragqual appends instead: run both alternately on one kept `--db` to compare them side by side.
 """
 
 from __future__ import annotations
@@ -143,9 +147,9 @@ def pg_database() -> tuple[str, Any, str] | None:
     return make_url(server).set(database=name).render_as_string(hide_password=False), admin, name
 
 
-def table(backend: str, trials: int, url: str, sample: int) -> list[str]:
+def table(backend: str, trials: int, url: str, sample: int, batches: Sequence[int] = BATCHES) -> list[str]:
     lines = []
-    for batch in BATCHES:
+    for batch in batches:
         count = min(sample, 1000) if batch == 1 else sample
         per_second, cpu_ms, load = rate(url, batch, count)
         lines.append(f"| {backend} | {trials:,} | {batch} | {count:,} | {per_second:,.0f} | {cpu_ms:.3f} | {load:.1f} |")
@@ -162,7 +166,7 @@ def sqlite_table(path: Path, args: argparse.Namespace) -> None:
         filled = fill(url, args.trials, args.per_run, 0, 1500, args.seed)
         trials = filled["trials"]
         print(f"(SQLite fill: {trials:,} trials in {filled['seconds']:.0f} s)", file=sys.stderr)
-    table("SQLite", trials, url, args.sample)
+    table("SQLite", trials, url, args.sample, args.batches)
 
 
 def main() -> None:
@@ -173,11 +177,16 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=2000, help="Trials appended per batch size.")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--db", type=Path, help="Keep the SQLite history here; an existing file is reused, not refilled.")
+    parser.add_argument("--batches", type=lambda v: [int(b) for b in v.split(",")], default=list(BATCHES),
+                        help="Batch sizes to time, comma-separated (default 1,10,100,500).")
     parser.add_argument("--no-pg", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     args = parser.parse_args()
 
-    print(f"{os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.1f}")
+    import ragqual
+
+    print(f"{os.cpu_count()} cores; load average at start {os.getloadavg()[0]:.1f}; "
+          f"ragqual from {Path(ragqual.__file__).parent.parent}")
     print("| backend | history trials | batch | trials appended | trials/s | CPU ms per trial | load |")
     print("|---|---|---|---|---|---|---|")
     if not args.no_sqlite:
@@ -189,7 +198,7 @@ def main() -> None:
         try:
             trials, seconds = fill_pg(url, args.pg_trials, args.per_run, args.seed)
             print(f"(PostgreSQL fill: {trials:,} trials in {seconds:.0f} s)", file=sys.stderr)
-            table("PostgreSQL", trials, url, args.sample)
+            table("PostgreSQL", trials, url, args.sample, args.batches)
         finally:
             with admin.connect() as conn:
                 conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
-from sqlalchemy import Engine, Table, func, insert, inspect, select
+from sqlalchemy import Connection, Engine, Table, func, insert, inspect, select
+from sqlalchemy.engine import processors
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -32,6 +33,7 @@ from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
     AssertionDef,
     AssertionResult,
+    StoredText,
     CaseAlias,
     CaseDef,
     CorpusSnapshot,
@@ -60,6 +62,10 @@ Clock = Callable[[], datetime]
 RunRef = int | Callable[[], int | None] | None
 LOCK_RETRIES = 60
 END_EVENTS = ("finished", "interrupted", "failed")
+WAL_CHECKPOINT_PAGES = 10_000  # ~40 MB of write-ahead log between checkpoints (SQLite's default: 1,000)
+WAL_CHECKPOINT_SET = "ragqual_wal_autocheckpoint"
+KNOWN_ROWS = "ragqual_known_rows"  # session.info: rows inserted with given ids, as SQLite returns them (the seal's)
+HIGH_WATER = "ragqual_high_water"  # session.info: each sealed table's highest id when the transaction took the lock
 
 
 def utcnow() -> datetime:
@@ -103,6 +109,14 @@ def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows
     if not rows:
         return
     conn = session.connection()
+    sql, _, _, params = _bound(conn, table, keys, rows)
+    conn.exec_driver_sql(sql, params)
+
+
+def _bound(conn: Connection, table: Table, keys: Sequence[str], rows: Sequence[Sequence[Any]],
+           ) -> tuple[str, list[str], list[Sequence[Any]] | None, list[Any]]:
+    """(the INSERT, its columns in bind order, the bound values column by column when they were
+    built that way (else None), the driver's parameters): every value as SQLAlchemy would bind it."""
     dialect = conn.dialect
     compiled = insert(table).compile(dialect=dialect, column_keys=list(keys))
     at = {k: i for i, k in enumerate(keys)}
@@ -111,26 +125,31 @@ def bulk_insert_tuples(session: Session, table: Table, keys: Sequence[str], rows
     convert = [(at[k], process[k]) for k in order]
     params: list[Any]
     if compiled.positional and order == list(keys) and all(p is None for _, p in convert):
-        params = list(rows)
-    else:  # column-wise: the processors run over whole columns, the rows are re-zipped in C
-        columns = list(zip(*rows, strict=True))
-        ordered = [columns[i] if p is None else _processed(p, columns[i]) for i, p in convert]
-        tuples = zip(*ordered, strict=True)
-        params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
-    conn.exec_driver_sql(compiled.string, params)
+        return compiled.string, order, None, list(rows)
+    # column-wise: the processors run over whole columns, the rows are re-zipped in C
+    columns = list(zip(*rows, strict=True))
+    ordered: list[Sequence[Any]] = [columns[i] if p is None or _as_is(p, columns[i]) else _processed(p, columns[i])
+                                    for i, p in convert]
+    tuples = zip(*ordered, strict=True)
+    params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
+    return compiled.string, order, ordered, params
+
+
+_FLOATS = {float, type(None)}
+
+
+def _as_is(process: Callable[[Any], Any], column: Sequence[Any]) -> bool:
+    """Whether `process` leaves every value of `column` as it is: float() of a float or None
+    (a Float column's processor on SQLite) is the value itself."""
+    return process is processors.to_float and set(map(type, column)) <= _FLOATS
 
 
 def _processed(process: Callable[[Any], Any], column: Sequence[Any]) -> list[Any]:
     """`process` over a column, once per distinct object: a batch's rows share one `created_at`
     (the same datetime object), which SQLite's processor would otherwise format once per row."""
-    done: dict[int, Any] = {}
-    out = []
-    for value in column:
-        key = id(value)
-        if key not in done:
-            done[key] = process(value)
-        out.append(done[key])
-    return out
+    distinct = {id(value): value for value in column}
+    done = {key: process(value) for key, value in distinct.items()}
+    return list(map(done.__getitem__, map(id, column)))
 
 
 def redact_provenance(provenance: Provenance) -> Provenance:
@@ -157,18 +176,23 @@ def _output_cap_columns(rec: TrialRecord) -> dict[str, Any]:
     return {"raw_output_bytes": rec.raw_output_bytes, "output_truncated": rec.output_truncated}
 
 
+ASSERTION_COLUMNS = ("trial_id", "batch", "assertion_id", "assertion_version", "category", "weight", "passed",
+                     "detail", "created_at")
+SCORE_COLUMNS = ("trial_id", "batch", "scorer_name", "scorer_version", "score", "perfect", "per_category",
+                 "created_at")
+METRIC_COLUMNS = ("run_id", "trial_id", "case_id", "group_key", "metric", "value", "scorer_version", "created_at")
+
+
 def _assertion_rows(trial_id: int, batch: str, assertions: Sequence[AssertionRow],
-                    now: datetime) -> list[dict[str, Any]]:
-    return [{"trial_id": trial_id, "batch": batch, "assertion_id": a.assertion_id,
-             "assertion_version": a.version, "category": a.category, "weight": a.weight,
-             "passed": a.passed, "detail": redact_known(a.detail), "created_at": now}
+                    now: datetime) -> list[tuple[Any, ...]]:
+    """A trial's `assertion_results` rows as tuples of ASSERTION_COLUMNS."""
+    return [(trial_id, batch, a.assertion_id, a.version, a.category, a.weight, a.passed, redact_known(a.detail), now)
             for a in assertions]
 
 
-def _score_rows(trial_id: int, batch: str, scores: Sequence[ScoreRow], now: datetime) -> list[dict[str, Any]]:
-    return [{"trial_id": trial_id, "batch": batch, "scorer_name": s.scorer_name,
-             "scorer_version": s.scorer_version, "score": s.score, "perfect": s.perfect,
-             "per_category": canonical_json(s.per_category), "created_at": now}
+def _score_rows(trial_id: int, batch: str, scores: Sequence[ScoreRow], now: datetime) -> list[tuple[Any, ...]]:
+    """A trial's `trial_scores` rows as tuples of SCORE_COLUMNS."""
+    return [(trial_id, batch, s.scorer_name, s.scorer_version, s.score, s.perfect, canonical_json(s.per_category), now)
             for s in scores]
 
 
@@ -186,6 +210,21 @@ def _is_locked(exc: OperationalError) -> bool:
     return "database is locked" in text or "database table is locked" in text or "busy" in text
 
 
+def _checkpoint_less_often(session: Session) -> None:
+    """SQLite: let the write-ahead log grow to WAL_CHECKPOINT_PAGES before a commit checkpoints it
+    (set once per driver connection). SQLite's default, 1,000 pages (4 MB), is less than one batch
+    of 500 trials writes (~1,100 pages into a large history), so every batch's commit copied the
+    log back into the database and synced it; now one commit in ~10 does. What a commit makes
+    durable does not change (WAL, synchronous=NORMAL: ragqual.store.db)."""
+    conn = session.connection()
+    if conn.dialect.name != "sqlite":
+        return
+    info = conn.connection.info
+    if not info.get(WAL_CHECKPOINT_SET):
+        conn.exec_driver_sql(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
+        info[WAL_CHECKPOINT_SET] = True
+
+
 class RunStore:
     """Append rows to the history; read runs back as plain records."""
 
@@ -198,6 +237,7 @@ class RunStore:
         self._spans: bool | None = None
         self._texts: bool | None = None
         self._summaries: bool | None = None
+        self._affinity: dict[str, dict[str, str]] = {}
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -235,12 +275,15 @@ class RunStore:
 
     def _transaction(self, work: Callable[[Session], T], run_id: RunRef) -> T:
         with Session(self._writer) as session, session.begin():
+            _checkpoint_less_often(session)
             if not self.seal:
                 return work(session)
             sealing.lock(session)
             before = sealing.high_water(session)
+            session.info[HIGH_WATER] = before
             result = work(session)
-            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session))
+            sealing.seal(session, before, run_id() if callable(run_id) else run_id, spans=self._has_spans(session),
+                         known=session.info.get(KNOWN_ROWS))
             return result
 
     def _has_spans(self, session: Session) -> bool:
@@ -261,6 +304,43 @@ class RunStore:
         columns, found = texts.split(values)
         bodies.update(found)
         return columns
+
+    def _append_rows(self, session: Session, table: Table, keys: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert rows of `keys` with one executemany. On SQLite, in a sealed transaction, each row
+        is given its id (the table's highest id when the transaction took the lock, plus 1, 2, ...:
+        the ids SQLite would assign), and when SQLite returns every bound value as bound
+        (ragqual.store.sealing.returned_as_bound) the rows are kept for the seal, which then digests
+        them instead of reading them back. The stored rows are the same either way."""
+        if not rows:
+            return
+        conn = session.connection()
+        marks = session.info.get(HIGH_WATER)
+        if conn.dialect.name != "sqlite" or marks is None:
+            bulk_insert_tuples(session, table, keys, rows)
+            return
+        known: dict[str, sealing.Bound | None] = session.info.setdefault(KNOWN_ROWS, {})
+        first = marks[table.name] + 1
+        if table.name in known:  # a second insert into the table: ids follow the rows already there
+            known[table.name] = None
+            first = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table.name}").scalar_one())
+        sql, order, columns, params = _bound(conn, table, ["id", *keys],
+                                             [(i, *row) for i, row in enumerate(rows, start=first)])
+        conn.exec_driver_sql(sql, params)
+        if table.name in known:
+            return
+        affinity = self._affinities(conn, table.name)
+        columns = columns if columns is not None else list(zip(*params, strict=True))
+        kept = all(sealing.returned_as_bound(affinity[name], column)
+                   for name, column in zip(order, columns, strict=True))
+        known[table.name] = (order, params) if kept and isinstance(params[0], tuple) else None
+
+    def _affinities(self, conn: Connection, table: str) -> dict[str, str]:
+        """Each column's SQLite affinity, from the types the database declares (asked once per store)."""
+        found = self._affinity.get(table)
+        if found is None:
+            declared = conn.exec_driver_sql(f"PRAGMA table_info({table})").all()
+            found = self._affinity[table] = {row[1]: sealing.sqlite_affinity(row[2] or "") for row in declared}
+        return found
 
     def _raise_fault(self, exc: DBAPIError | sqlite3.Error) -> NoReturn:
         """A StorageFault naming the file and the fix; any other error as it is."""
@@ -514,19 +594,20 @@ class RunStore:
             bodies: dict[str, str] = {}
             rows = [self._trial_row(session, rec, now, bodies) for rec in recs]
             if bodies:
-                texts.store(session, bodies)
+                self._append_rows(session, table_of(StoredText), texts.STORED_COLUMNS, texts.missing(session, bodies))
             trial_ids = self._insert_trials(session, rows)
-            assertions: list[dict[str, Any]] = []
-            scores: list[dict[str, Any]] = []
-            metrics: list[tuple[int | None, str, str, str, float | None, int]] = []
+            assertions: list[tuple[Any, ...]] = []
+            scores: list[tuple[Any, ...]] = []
+            metrics: list[tuple[Any, ...]] = []
             for trial_id, rec in zip(trial_ids, recs, strict=True):
                 batch = str(uuid.uuid4())
                 assertions += _assertion_rows(trial_id, batch, rec.assertions, now)
                 scores += _score_rows(trial_id, batch, rec.scores, now)
-                metrics += [(trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version) for k, v in rec.metrics.items()]
-            bulk_insert(session, table_of(AssertionResult), assertions)
-            bulk_insert(session, table_of(TrialScore), scores)
-            self._insert_metrics(session, run_id, metrics, now)
+                metrics += [(run_id, trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version, now)
+                            for k, v in rec.metrics.items()]
+            self._append_rows(session, table_of(AssertionResult), ASSERTION_COLUMNS, assertions)
+            self._append_rows(session, table_of(TrialScore), SCORE_COLUMNS, scores)
+            self._append_rows(session, table_of(MetricValue), METRIC_COLUMNS, metrics)
             return trial_ids
 
         try:
@@ -568,12 +649,21 @@ class RunStore:
     def _insert_trials(self, session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert `trials` rows with one executemany; their ids in the order given. Writers hold
         the writers' lock (ragqual.store.sealing.lock), so the ids above the table's highest id
-        before the insert are exactly these rows, ascending in insertion order."""
+        before the insert are exactly these rows, ascending in insertion order.
+
+        On SQLite the ids are given explicitly: the table's highest id, read once when the
+        transaction took the lock (`high_water`), plus 1, 2, ... — the ids SQLite would assign
+        itself, so nothing is read back. On PostgreSQL the serial sequence assigns them (an id
+        given here would leave the sequence behind) and they are read back in one SELECT."""
         keys = list(dict.fromkeys(k for row in rows for k in row))
-        uniform = [{k: row.get(k) for k in keys} for row in rows]
-        cursor = session.connection().exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM trials")
-        top = int(cursor.scalar_one())
-        bulk_insert(session, table_of(Trial), uniform)
+        tuples = [tuple(map(row.get, keys)) for row in rows]
+        conn = session.connection()
+        top = session.info.get(HIGH_WATER, {}).get("trials") if conn.dialect.name == "sqlite" else None
+        if top is not None and "trials" not in session.info.get(KNOWN_ROWS, {}):
+            self._append_rows(session, table_of(Trial), keys, tuples)
+            return list(range(top + 1, top + 1 + len(rows)))
+        top = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM trials").scalar_one())
+        bulk_insert_tuples(session, table_of(Trial), keys, tuples)
         ids = [int(i) for i in session.execute(select(Trial.id).where(Trial.id > top).order_by(Trial.id)).scalars()]
         if len(ids) != len(rows):
             raise RuntimeError(f"expected {len(rows)} new trial ids above {top}, found {len(ids)}: "
@@ -585,8 +675,9 @@ class RunStore:
         scores: Sequence[ScoreRow], now: datetime,
     ) -> str:
         batch = str(uuid.uuid4())
-        bulk_insert(session, table_of(AssertionResult), _assertion_rows(trial_id, batch, assertions, now))
-        bulk_insert(session, table_of(TrialScore), _score_rows(trial_id, batch, scores, now))
+        bulk_insert_tuples(session, table_of(AssertionResult), ASSERTION_COLUMNS,
+                           _assertion_rows(trial_id, batch, assertions, now))
+        bulk_insert_tuples(session, table_of(TrialScore), SCORE_COLUMNS, _score_rows(trial_id, batch, scores, now))
         return batch
 
     def append_scoring(
@@ -605,13 +696,8 @@ class RunStore:
         self, session: Session, run_id: int,
         rows: Iterable[tuple[int | None, str, str, str, float | None, int]], now: datetime,
     ) -> None:
-        payload = [
-            {"run_id": run_id, "trial_id": t, "case_id": c, "group_key": g, "metric": m,
-             "value": v, "scorer_version": ver, "created_at": now}
-            for t, c, g, m, v, ver in rows
-        ]
-        if payload:
-            bulk_insert(session, table_of(MetricValue), payload)
+        payload = [(run_id, t, c, g, m, v, ver, now) for t, c, g, m, v, ver in rows]
+        bulk_insert_tuples(session, table_of(MetricValue), METRIC_COLUMNS, payload)
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]

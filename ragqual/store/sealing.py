@@ -32,7 +32,9 @@ kept elsewhere (committed, published) and checked with `--expect` defeats that.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -95,6 +97,10 @@ _ENCODE: dict[type, Callable[[Any], str | None]] = {
 }
 
 
+_PLAIN: dict[type, Callable[[Any], str]] = {str: encode_basestring, int: int.__repr__, float: float.__repr__}
+NONES = itertools.repeat(None)
+
+
 def _encode_column(values: Sequence[Any], slow: set[int]) -> list[str | None]:
     """Each value as canonical JSON text (None for NULL); positions it cannot write join `slow`."""
     kinds = set(map(type, values))
@@ -104,6 +110,11 @@ def _encode_column(values: Sequence[Any], slow: set[int]) -> list[str | None]:
         return list(map(int.__repr__, values))
     if kinds == {float} and all(map(math.isfinite, values)):
         return list(map(float.__repr__, values))
+    if len(kinds) == 2 and type(None) in kinds:  # one type and NULLs (a metric without a value)
+        (kind,) = kinds - {type(None)}
+        plain = _PLAIN.get(kind)
+        if plain is not None and (kind is not float or all(math.isfinite(v) for v in values if v is not None)):
+            return [None if v is None else plain(v) for v in values]
     out: list[str | None] = []
     for n, value in enumerate(values):
         encode = _ENCODE.get(type(value))
@@ -127,12 +138,42 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
     slow: set[int] = set()
     encoded = [_encode_column(columns[i], slow) for i in order]
     keys = [encode_basestring(names[i]) for i in order]
-    texts = [template % values if None not in values else _without_nulls(keys, values) for values in zip(*encoded)]
+    rows_encoded = list(zip(*encoded))
+    if any(None in column for column in encoded):
+        texts = _with_nulls(keys, template, rows_encoded)
+    else:
+        texts = [template % values for values in rows_encoded]
     sha, width = hashlib.sha256, ROW_DIGEST_CHARS
     digests = [sha(text.encode("utf-8")).hexdigest()[:width] for text in texts]
     for n in slow:
         digests[n] = row_digest(dict(zip(names, rows[n], strict=True)))
     return list(zip(columns[at], digests, strict=True))
+
+
+def _with_nulls(keys: Sequence[str], template: str, rows: Sequence[tuple[str | None, ...]]) -> list[str]:
+    """Each row's canonical JSON when some rows hold NULLs: the rows of a batch share a few NULL
+    patterns (a trial's texts go by hash, its error and cost are NULL), so each pattern gets its
+    own %-template once and its rows are joined by it (the same text `_without_nulls` joins)."""
+    templates: dict[tuple[bool, ...], tuple[str, Callable[[tuple[str | None, ...]], Any] | None]] = {}
+    out = []
+    for values in rows:
+        if None not in values:
+            out.append(template % values)
+            continue
+        pattern = tuple(map(operator.is_, values, NONES))
+        found = templates.get(pattern)
+        if found is None:
+            kept = [n for n, null in enumerate(pattern) if not null]
+            form = "{" + ",".join(keys[n].replace("%", "%%") + ":%s" for n in kept) + "}"
+            getter: Callable[[tuple[str | None, ...]], Any] | None = (
+                operator.itemgetter(*kept) if len(kept) > 1 else None)
+            found = templates[pattern] = (form, getter)
+        form, pick = found
+        if pick is not None:
+            out.append(form % pick(values))
+        else:
+            out.append(_without_nulls(keys, values))
+    return out
 
 
 def _without_nulls(keys: Sequence[str], values: Sequence[str | None]) -> str:
@@ -182,6 +223,51 @@ def read_rows(cursor: Any, dialect: str, table: str, above: int = 0) -> list[tup
     names = columns(table)
     cursor.execute(f"SELECT {', '.join(names)} FROM {table} WHERE id > {_ph(dialect)} ORDER BY id", (above,))
     return row_digests(names, cursor.fetchall())
+
+
+# -- rows as bound, when SQLite returns them unchanged ----------------------------------------------
+# A batch's seal would read its rows back only to digest them (a third of what sealing a cached
+# rerun's batch cost). On SQLite the run store gives every row its id and knows each value it
+# bound; a value comes back from SQLite exactly as bound when its type fits the column's
+# affinity (https://sqlite.org/datatype3.html): text in a TEXT column, an integer in an INTEGER
+# or NUMERIC column, a float in a REAL column unless it is NaN (stored as NULL) or -0.0 (read
+# back as 0.0), and in a NUMERIC column text that does not read as a number (a datetime as
+# SQLAlchemy writes it). A column holding anything else is read back as before.
+
+def sqlite_affinity(declared: str) -> str:
+    """The affinity SQLite gives a column declared with type `declared` (its rules, in order)."""
+    name = declared.upper()
+    if "INT" in name:
+        return "integer"
+    if "CHAR" in name or "CLOB" in name or "TEXT" in name:
+        return "text"
+    if "BLOB" in name or not name:
+        return "blob"
+    if "REAL" in name or "FLOA" in name or "DOUB" in name:
+        return "real"
+    return "numeric"
+
+
+def _reads_as_number(text: str) -> bool:
+    try:
+        float(text)  # wider than SQLite's numeric literals: a doubt only sends the column to be read back
+    except ValueError:
+        return False
+    return True
+
+
+def returned_as_bound(affinity: str, column: Sequence[Any]) -> bool:
+    """Whether SQLite returns every value of `column`, bound into a column of `affinity`, as it was bound."""
+    kinds = set(map(type, column)) - {type(None)}
+    if not kinds:
+        return True
+    if kinds == {str}:
+        return affinity == "text" or (affinity == "numeric" and not any(map(_reads_as_number, set(column) - {None})))
+    if kinds == {int}:
+        return affinity in ("integer", "numeric")
+    if kinds == {float} and affinity == "real":
+        return not any(v != v or (v == 0.0 and math.copysign(1.0, v) < 0) for v in column if v is not None)
+    return False
 
 
 def _dbapi(session: Session) -> tuple[Any, str]:
@@ -254,14 +340,23 @@ def _heads(cursor: Any, dialect: str, run_id: int | None) -> tuple[str, str | No
     return prev or GENESIS_PREV, run_prev
 
 
-def seal(session: Session, before: Mapping[str, int], run_id: int | None, *, spans: bool = True) -> str | None:
+Bound = tuple[Sequence[str], Sequence[Sequence[Any]]]  # (column names with "id", rows) as the database returns them
+
+
+def seal(session: Session, before: Mapping[str, int], run_id: int | None, *, spans: bool = True,
+         known: Mapping[str, Bound] | None = None) -> str | None:
     """Append the seal of every row inserted since `before` (None when nothing was), and its
-    spans (`spans=False` only to write as ragqual did before migration 0008)."""
+    spans (`spans=False` only to write as ragqual did before migration 0008). `known` holds, per
+    table, rows the caller inserted with the values the database returns for them
+    (`returned_as_bound`): a table whose new rows are exactly those is digested from them, any
+    other is read back."""
     cursor, dialect = _dbapi(session)
     tables = tuple(before)
     cursor.execute(high_water_sql(tables))
     after = dict(zip(tables, (int(v) for v in cursor.fetchone()), strict=True))
-    draft = SealDraft({t: read_rows(cursor, dialect, t, before[t]) for t in tables if after[t] > before[t]})
+    known = known or {}
+    draft = SealDraft({t: _known_digests(known.get(t), before[t], after[t]) or read_rows(cursor, dialect, t, before[t])
+                       for t in tables if after[t] > before[t]})
     if not any(draft.rows.values()):
         return None
     if run_id is None and draft.rows.get("runs"):
@@ -276,6 +371,17 @@ def seal(session: Session, before: Mapping[str, int], run_id: int | None, *, spa
     if spans:
         sealed_rows.insert_spans(cursor, dialect, seal_id, sealed_rows.seal_spans("rows", rows_text, {}))
     return digest
+
+
+def _known_digests(bound: Bound | None, before: int, after: int) -> list[tuple[int, str]] | None:
+    """The digests of `bound` when its rows are exactly the ids before+1..after, in order (else None)."""
+    if bound is None:
+        return None
+    names, rows = bound
+    at = list(names).index("id")
+    if len(rows) != after - before or [row[at] for row in rows] != list(range(before + 1, after + 1)):
+        return None
+    return row_digests(names, rows)
 
 
 def append_watermark(conn: Connection, tables: Sequence[str]) -> str:

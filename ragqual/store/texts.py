@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, insert, select, text
+from sqlalchemy import ColumnElement, func, select, text
 from sqlalchemy.orm import Session, aliased
 
 from ragqual.core.hashing import sha256_hex
@@ -31,6 +31,7 @@ from ragqual.store.sealed_rows import covered
 TABLE = "texts"
 TEXT_COLUMNS: tuple[str, ...] = ("rendered_prompt", "context", "raw_output", "parsed_output")
 INLINE_MAX = 64  # a text this short costs no more inline than its hash
+LOOKUP_CHUNK = 10_000  # hashes per look-up statement (SQLite allows 32,766 parameters, PostgreSQL 65,535)
 
 
 def hash_column(column: str) -> str:
@@ -53,15 +54,32 @@ def split(values: Mapping[str, str | None]) -> tuple[dict[str, str | None], dict
     return columns, bodies
 
 
+STORED_COLUMNS = ("sha256", "body")
+
+
+def missing(session: Session, bodies: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(sha256, body) of the texts among `bodies` that `texts` does not hold yet, to append."""
+    if not bodies:
+        return []
+    conn = session.connection()
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    hashes = list(bodies)
+    known: set[str] = set()
+    for at in range(0, len(hashes), LOOKUP_CHUNK):  # plain SQL through the driver: no ORM per batch
+        part = hashes[at:at + LOOKUP_CHUNK]
+        found = conn.exec_driver_sql(f"SELECT sha256 FROM texts WHERE sha256 IN ({', '.join([mark] * len(part))})",
+                                     tuple(part))
+        known.update(h for (h,) in found)
+    return [(h, b) for h, b in bodies.items() if h not in known]
+
+
 def store(session: Session, bodies: Mapping[str, str]) -> None:
     """Append the texts not yet stored. Called under the writers' lock (the run store's
     transaction), so no other writer can append the same hash in between."""
-    if not bodies:
-        return
-    known = set(session.execute(select(StoredText.sha256).where(StoredText.sha256.in_(list(bodies)))).scalars())
-    missing = [{"sha256": h, "body": b} for h, b in bodies.items() if h not in known]
-    if missing:
-        session.execute(insert(StoredText), missing)
+    rows = missing(session, bodies)
+    if rows:
+        mark = "?" if session.connection().dialect.name == "sqlite" else "%s"
+        session.connection().exec_driver_sql(f"INSERT INTO texts (sha256, body) VALUES ({mark}, {mark})", rows)
 
 
 def resolved_sql(alias: str, column: str) -> str:

@@ -196,3 +196,61 @@ def test_assertion_definitions_are_recorded_in_one_transaction_once_each(store_h
     assert scalar(store_head_url, "SELECT COUNT(*) FROM seals") == seals + 1
     assert scalar(store_head_url, "SELECT COUNT(*) FROM assertion_defs") == 3
     assert store.record_assertion_defs([]) == {}
+
+
+def test_returned_as_bound_only_when_sqlite_returns_the_value_as_bound():
+    """`returned_as_bound` says yes only for columns SQLite hands back unchanged: checked against
+    SQLite itself for every affinity and the awkward values (NaN, -0.0, numbers as text, ints in
+    REAL columns, bools)."""
+    import sqlite3
+
+    from ragqual.store.sealing import returned_as_bound, sqlite_affinity
+
+    declared = {"i": "INTEGER", "t": "VARCHAR(36)", "r": "FLOAT", "n": "DATETIME", "b": "BOOLEAN", "x": "TEXT"}
+    samples = [[1, 2, None], [2**62, -3], ["a", None, "é"], ["12", "x"], ["2026-03-01 12:00:00.000001"], [1.5, None],
+               [float("nan"), 1.0], [-0.0, 2.0], [float("inf")], [1, 2.5], [True, False], [3.0], [None], [b"\x00"],
+               ["1e3"], [" 7 "]]
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE v (" + ", ".join(f"{c} {t}" for c, t in declared.items()) + ")")
+    said_yes = 0
+    for column, kind in declared.items():
+        affinity = sqlite_affinity(kind)
+        for values in samples:
+            con.execute("DELETE FROM v")
+            con.executemany(f"INSERT INTO v ({column}) VALUES (?)", [(v,) for v in values])
+            back = [row[0] for row in con.execute(f"SELECT {column} FROM v ORDER BY rowid")]
+            same = [(type(a), repr(a)) for a in values] == [(type(b), repr(b)) for b in back]
+            if returned_as_bound(affinity, values):
+                said_yes += 1
+                assert same, (kind, values, back)
+    assert said_yes >= 12  # the ordinary columns are taken as bound
+
+
+def test_a_batch_is_sealed_from_its_bound_rows_and_verifies(store_head_url, monkeypatch):
+    """On SQLite a batch's seal digests the rows as bound, reading none of them back; rows SQLite
+    would change (a NaN metric is stored as NULL, -0.0 as 0.0) are read back. Either way `verify`
+    recomputes the same digests from the stored rows."""
+    from ragqual.store import sealing
+
+    store = RunStore.open(store_head_url)
+    run = store.start_run("generation", "rag", provenance())
+    recs = records(store, run, 6)
+    read: list[str] = []
+    original = sealing.read_rows
+
+    def counting(cursor, dialect, table, above=0):
+        read.append(table)
+        return original(cursor, dialect, table, above)
+
+    monkeypatch.setattr(sealing, "read_rows", counting)
+    store.append_trials(recs[:3])
+    if store_head_url.startswith("sqlite"):
+        assert read == []
+    awkward = [replace(r, metrics={"correctness": float("nan"), "leakage": -0.0}) for r in recs[3:]]
+    read.clear()
+    store.append_trials(awkward)
+    if store_head_url.startswith("sqlite"):
+        assert read == ["metric_values"]
+    store.add_event(run, "finished")
+    verdict = verify(store.engine)
+    assert verdict.findings == [] and run in verdict.sealed_runs

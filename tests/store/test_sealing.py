@@ -44,6 +44,24 @@ def test_many_rows_digest_exactly_as_one_row_at_a_time():
     assert batched == [(row[1], sealing.row_digest(dict(zip(names, row)))) for row in values]
     assert len({d for _, d in batched}) == len(values)
 
+def test_rows_sharing_null_patterns_digest_as_one_row_at_a_time():
+    """Rows of a batch share a few NULL patterns (a trial's texts by hash, no error, no cost): each
+    pattern's rows are joined by one template, and every digest is the one-row digest."""
+    import random
+
+    rng = random.Random(7)
+    names = ["id", "a%", "b", "c", "d", "e"]
+    pool = [None, None, 0, 1.5, -0.0, "x", 'q"%s', True, 10**20]
+    values = [(n, *(rng.choice(pool) for _ in range(5))) for n in range(1, 400)]
+    values += [(400, None, None, None, None, None), (401, None, None, "only", None, None)]
+    # columns of one type and NULLs: a metric's value, an assertion's detail, a trial's token count
+    values += [(n, rng.choice([None, -0.0, 0.25, 1e-300, 3.0]), rng.choice([None, "é\n", "%"]),
+                rng.choice([None, 0, -5, 2**70]), rng.choice([None, float("nan"), 1.0]), rng.choice([None, True]))
+               for n in range(402, 700)]
+    batched = sealing.row_digests(names, values)
+    assert batched == [(row[0], sealing.row_digest(dict(zip(names, row)))) for row in values]
+
+
 def test_seal_digest_chains_every_input():
     base = sealing.seal_digest("p" * 64, None, 1, "{}")
     assert len({base, sealing.seal_digest("q" * 64, None, 1, "{}"), sealing.seal_digest("p" * 64, "r", 1, "{}"),
