@@ -103,10 +103,27 @@ def kill_while_held(project, env: dict[str, str], reply: HeldAnswer, at: int, *a
     reply.release.set()
 
 
+def kill_points(rng: random.Random) -> tuple[int, int]:
+    """Two answers to hold, at least one of them in the middle of a batch. A kill while answer k is
+    held finds k - 1 answers delivered, (k - 1) % 5 of them waiting for their batch; when both
+    kills land on a batch boundary nothing is waiting, and the run would test no batch."""
+    while True:
+        first, second = sorted(rng.sample(range(2, MODEL_SLOTS), 2))
+        if (first - 1) % 5 or (second - 1) % 5:
+            return first, second
+
+
+def test_kill_points_always_leave_a_trial_waiting_for_its_batch():
+    for seed in (275224, *range(300)):
+        first, second = kill_points(random.Random(seed))
+        assert 2 <= first < second < MODEL_SLOTS
+        assert (first - 1) % 5 + (second - 1) % 5 > 0, seed
+
+
 def test_kill_9_at_random_points_then_resume_loses_nothing_and_recomputes_no_answer(project, history_url):
     seed = random.randrange(10**6)
     rng = random.Random(seed)
-    first, second = sorted(rng.sample(range(2, MODEL_SLOTS), 2))
+    first, second = kill_points(rng)
     note = f"seed {seed}: killed while answers {first} and {second} were held"
     env = {"RAGQUAL_DB": history_url, **BATCH}
     history = History(history_url)
