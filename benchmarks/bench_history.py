@@ -44,14 +44,18 @@ from typing import Any
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ragqual.cli.commands import COMMANDS
-from ragqual.cli.main import cli
-from ragqual.errors import RagqualError
-from ragqual.store import db
-from ragqual.store.models import SEALED_TABLES
-from ragqual.store.sealing import append_watermark
-from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord
-from ragqual.store.runstore import RunStore
+from source_trees import check_one_tree
+
+check_one_tree()  # before anything opens a history
+
+from ragqual.cli.commands import COMMANDS  # noqa: E402
+from ragqual.cli.main import cli  # noqa: E402
+from ragqual.errors import RagqualError  # noqa: E402
+from ragqual.store import db  # noqa: E402
+from ragqual.store.models import SEALED_TABLES  # noqa: E402
+from ragqual.store.sealing import append_watermark  # noqa: E402
+from ragqual.store.records import AssertionRow, Provenance, ScoreRow, TrialRecord  # noqa: E402
+from ragqual.store.runstore import RunStore  # noqa: E402
 
 VARIANTS = ("llama3.2:1b", "qwen2.5:3b", "mock")
 MODES = ("oracle", "e2e", "noretrieval")

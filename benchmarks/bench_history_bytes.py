@@ -8,6 +8,11 @@ columns hold (inline and in `texts`). `--measure FILE` reads an existing history
 one written by an older ragqual, to put the two side by side. The machine's load average is
 printed beside the figures (the bytes do not depend on it; the eval's wall time does).
 
+A third table is the floor the text alone sets: the distinct texts the eval produced, each stored
+once as it is (what any plain-text layout must hold at least), each compressed on its own with
+zlib (the format the sqlite3 shell's `sqlar_uncompress` reads), and all of them as one zlib stream
+(how much of the text repeats across texts: contexts share chunks, answers echo contexts).
+
 With `--pg` (and RAGQUAL_TEST_PG_URL naming a server whose role may create databases) the eval
 runs into a throwaway PostgreSQL database instead, and the table shows `pg_total_relation_size`
 per table (TOAST and indexes included); the database is dropped afterwards.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import zlib
 import sqlite3
 import subprocess
 import sys
@@ -87,7 +93,25 @@ def report(db_path: Path, label: str) -> None:
     print("\n| trial text column | inline in trials (bytes) | distinct texts in `texts` (bytes) |\n|---|---:|---:|")
     for column, inline, stored in text_columns(con):
         print(f"| {column} | {inline:,} | {stored:,} |")
+    text_floor(con, trials, total - sizes.get("texts", 0))
     con.close()
+
+
+def text_floor(con: sqlite3.Connection, trials: int, other_bytes: int) -> None:
+    """The bytes the eval's distinct texts need, whatever the rows around them take."""
+    has_texts = con.execute("SELECT 1 FROM sqlite_schema WHERE name = 'texts'").fetchone() is not None
+    if not has_texts:
+        return
+    bodies = [str(b).encode() for (b,) in con.execute("SELECT body FROM texts ORDER BY id")]
+    plain = sum(map(len, bodies))
+    each = sum(len(zlib.compress(b, 9)) for b in bodies)
+    stream = len(zlib.compress(b"".join(bodies), 9))
+    per = max(trials, 1)
+    print(f"\n| the text alone ({len(bodies):,} distinct texts) | bytes | B per trial |\n|---|---:|---:|")
+    print(f"| stored once, as it is | {plain:,} | {plain / per:,.0f} |")
+    print(f"| stored once, each text compressed (zlib) | {each:,} | {each / per:,.0f} |")
+    print(f"| every text in one zlib stream (shared passages) | {stream:,} | {stream / per:,.0f} |")
+    print(f"| every table but `texts`, with indexes | {other_bytes:,} | {other_bytes / per:,.0f} |")
 
 
 def pg_report(server_url: str) -> None:

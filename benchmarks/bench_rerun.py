@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from source_trees import with_own_migrations
+
 REPO = Path(__file__).resolve().parents[1]
 COMMAND = ["generation", "--model", "mock", "--all-modes"]
 
@@ -97,7 +99,8 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"this tree": None, **({f"baseline {args.baseline.name}": args.baseline} if args.baseline else {})}
+        baseline = args.baseline and with_own_migrations(args.baseline)
+        trees = {"this tree": None, **({f"baseline {baseline.name}": baseline} if baseline else {})}
         roots = {name: Path(tmp) / f"project-{i}" for i, name in enumerate(trees)}
         for name, source in trees.items():
             prepare(roots[name], source)

@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from source_trees import with_own_migrations
+
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ("corpus", "goldens", "glossary.txt", "pyproject.toml")
 
@@ -143,7 +145,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         verdicts = []
         for pair in pairs(args.only, project):
-            times = measure(pair, args.n, args.before)
+            times = measure(pair, args.n, args.before and with_own_migrations(args.before))
             floor = times[pair.floor[0]]
             for label, t in times.items():
                 print(row(label, t, None if t is floor else floor))
