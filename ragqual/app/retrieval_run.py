@@ -3,7 +3,9 @@ append everything to the history, and return what a report needs (no printing)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,6 +128,34 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     store = app.store()
     configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
+    with settled_objects_frozen():
+        return _retrieve_and_append(app, store, corpus, goldens, configs, kind, retriever, label, extra_params)
+
+
+@contextmanager
+def settled_objects_frozen() -> Iterator[None]:
+    """Keep Python's cyclic garbage collector off the objects that exist when the searches start
+    (the imported modules, the corpus, the goldens, the retriever) until the run is appended.
+
+    A warm bundled run then builds ~30,000 short-lived tuples, lists and digests; every 700 new
+    containers start a young collection, and twice in a run a full one, which traversed all the
+    settled objects again: ~40-80 ms each, 0.1-0.15 s of the run's CPU in all (measured with
+    gc.callbacks). Frozen (`gc.freeze`), they are left out of every collection; what the run
+    makes is still collected as usual, and they are given back to the collector afterwards
+    (`gc.unfreeze`). Left alone when the collector is off or something else froze objects."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _retrieve_and_append(app: AppContext, store: Any, corpus: CorpusContext, goldens: Sequence[Golden],
+                         configs: dict[str, RetrievalConfig], kind: str, retriever: Retriever, label: RunLabel,
+                         extra_params: Callable[[dict[str, TierResult]], dict[str, Any]] | None) -> RetrievalOutcome:
     retriever.prefetch([g.query for g in goldens], list(configs.values()))
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
     provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},

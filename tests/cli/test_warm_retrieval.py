@@ -82,3 +82,51 @@ def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tm
     with pytest.warns(UserWarning, match="edited after they were ingested"):
         assert invoke("corpus", "ingest").exit_code == 0  # the fix the message names
     assert invoke("retrieval").exit_code == 0
+
+
+def test_the_run_appends_with_the_settled_objects_frozen_and_unfreezes_them(workdir, monkeypatch):
+    """The searches and appends run with the objects that existed before them out of the garbage
+    collector's reach (`gc.freeze`), and the run gives them back afterwards."""
+    import gc
+
+    from ragqual.store.runstore import RunStore
+
+    assert invoke("retrieval").exit_code == 0
+    seen: list[int] = []
+    original = RunStore.append_metrics
+
+    def spy(self, run_id, rows):
+        seen.append(gc.get_freeze_count())
+        return original(self, run_id, rows)
+
+    monkeypatch.setattr(RunStore, "append_metrics", spy)
+    before = gc.get_freeze_count()
+    assert invoke("retrieval").exit_code == 0
+    assert len(seen) == 3 and all(count > 0 for count in seen)
+    assert gc.get_freeze_count() == before == 0
+
+
+def test_settled_objects_frozen_leaves_an_outer_freeze_and_a_disabled_collector_alone():
+    import gc
+
+    from ragqual.app.retrieval_run import settled_objects_frozen
+
+    enabled = gc.isenabled()
+    try:
+        gc.enable()
+        with pytest.raises(ZeroDivisionError), settled_objects_frozen():
+            assert gc.get_freeze_count() > 0
+            1 / 0
+        assert gc.get_freeze_count() == 0
+        gc.freeze()
+        outer = gc.get_freeze_count()
+        with settled_objects_frozen():
+            pass
+        assert gc.get_freeze_count() == outer  # another owner's freeze is not undone
+        gc.unfreeze()
+        gc.disable()
+        with settled_objects_frozen():
+            assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+        (gc.enable if enabled else gc.disable)()
