@@ -261,7 +261,7 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
     """The whole `ragqual retrieval` run: goldens selected, configurations built (or the ablation),
     the run appended, optionally repeated with distractors, the report and TREC files written."""
     label = run_label(options.name, options.run_tags)
-    with load_corpus_context(app, corpus_opts) as corpus:
+    with load_corpus_context(app, corpus_opts, remember_patterns=True) as corpus:
         standard = corpus.layout != "ragqual"
         corpus.bm25_stem = _default(options.stem, standard)
         if options.expand and corpus.glossary is None:
