@@ -4,6 +4,7 @@ append everything to the history, and return what a report needs (no printing)."
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -132,24 +133,32 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
         return _retrieve_and_append(app, store, corpus, goldens, configs, kind, retriever, label, extra_params)
 
 
+_FREEZING = threading.local()  # set while this thread's `settled_objects_frozen` owns the freeze
+
+
 @contextmanager
 def settled_objects_frozen() -> Iterator[None]:
-    """Keep Python's cyclic garbage collector off the objects that exist when the searches start
-    (the imported modules, the corpus, the goldens, the retriever) until the run is appended.
-
-    A warm bundled run then builds ~30,000 short-lived tuples, lists and digests; every 700 new
-    containers start a young collection, and twice in a run a full one, which traversed all the
-    settled objects again: ~40-80 ms each, 0.1-0.15 s of the run's CPU in all (measured with
-    gc.callbacks). Frozen (`gc.freeze`), they are left out of every collection; what the run
-    makes is still collected as usual, and they are given back to the collector afterwards
+    """Keep Python's cyclic garbage collector off the objects that exist on entry (the imported
+    modules, then the corpus, the goldens, the history's engine and the retriever) until the block
+    ends: a nested block freezes what was made since. A warm bundled `ragqual retrieval` makes
+    ~250 young collections and one or two full ones, and each full one traversed every module,
+    chunk and golden again: 0.1-0.15 s of the run's CPU went to the collector (gc.callbacks),
+    ~0.05 s of it once they are frozen (`gc.freeze`). What the run makes is still collected as
+    usual; the frozen objects are given back to the collector when the outermost block ends
     (`gc.unfreeze`). Left alone when the collector is off or something else froze objects."""
+    if getattr(_FREEZING, "owned", False):
+        gc.freeze()
+        yield
+        return
     if not gc.isenabled() or gc.get_freeze_count():
         yield
         return
     gc.freeze()
+    _FREEZING.owned = True
     try:
         yield
     finally:
+        _FREEZING.owned = False
         gc.unfreeze()
 
 
@@ -261,7 +270,7 @@ def retrieval_tier(app: AppContext, corpus_opts: CorpusOptions, options: Retriev
     """The whole `ragqual retrieval` run: goldens selected, configurations built (or the ablation),
     the run appended, optionally repeated with distractors, the report and TREC files written."""
     label = run_label(options.name, options.run_tags)
-    with load_corpus_context(app, corpus_opts, remember_patterns=True) as corpus:
+    with settled_objects_frozen(), load_corpus_context(app, corpus_opts, remember_patterns=True) as corpus:
         standard = corpus.layout != "ragqual"
         corpus.bm25_stem = _default(options.stem, standard)
         if options.expand and corpus.glossary is None:

@@ -106,7 +106,7 @@ def test_the_run_appends_with_the_settled_objects_frozen_and_unfreezes_them(work
     assert gc.get_freeze_count() == before == 0
 
 
-def test_settled_objects_frozen_leaves_an_outer_freeze_and_a_disabled_collector_alone():
+def test_settled_objects_frozen_nests_and_leaves_another_freeze_and_a_disabled_collector_alone():
     import gc
 
     from ragqual.app.retrieval_run import settled_objects_frozen
@@ -117,6 +117,13 @@ def test_settled_objects_frozen_leaves_an_outer_freeze_and_a_disabled_collector_
         with pytest.raises(ZeroDivisionError), settled_objects_frozen():
             assert gc.get_freeze_count() > 0
             1 / 0
+        assert gc.get_freeze_count() == 0
+        with settled_objects_frozen():
+            frozen = gc.get_freeze_count()
+            made_since = [[] for _ in range(1000)]
+            with settled_objects_frozen():  # nested: what was made since is frozen too
+                assert gc.get_freeze_count() >= frozen + len(made_since)
+            assert gc.get_freeze_count() >= frozen + len(made_since)  # given back by the outer block only
         assert gc.get_freeze_count() == 0
         gc.freeze()
         outer = gc.get_freeze_count()
