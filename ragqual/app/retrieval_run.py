@@ -3,6 +3,7 @@ append everything to the history, and return what a report needs (no printing)."
 
 from __future__ import annotations
 
+import atexit
 import gc
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -160,6 +161,21 @@ def settled_objects_frozen() -> Iterator[None]:
     finally:
         _FREEZING.owned = False
         gc.unfreeze()
+
+
+def freeze_at_exit() -> None:
+    """For a process that ends with the run (the command line): freeze every object when the
+    interpreter starts to exit (`atexit`), so its last collections, which traverse every live
+    object while the modules are torn down, skip them. Measured on a warm bundled `ragqual
+    retrieval`: ~0.13 s of CPU from the last exit handler to the process's end, ~0.02 s frozen.
+    Objects are still freed by reference counting as the modules are cleared; exit handlers
+    registered before this one (temporary folders, logging) still run after it."""
+    if not _EXIT_FREEZE:
+        atexit.register(gc.freeze)
+        _EXIT_FREEZE.append(True)
+
+
+_EXIT_FREEZE: list[bool] = []
 
 
 def _retrieve_and_append(app: AppContext, store: Any, corpus: CorpusContext, goldens: Sequence[Golden],

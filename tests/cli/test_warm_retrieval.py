@@ -137,3 +137,39 @@ def test_settled_objects_frozen_nests_and_leaves_another_freeze_and_a_disabled_c
     finally:
         gc.unfreeze()
         (gc.enable if enabled else gc.disable)()
+
+
+EXIT_PROBE = """
+import atexit, gc, sys
+atexit.register(lambda: print(f"frozen at exit: {gc.get_freeze_count()}", file=sys.stderr))  # runs last
+from ragqual.cli.main import main
+print(f"frozen before: {gc.get_freeze_count()}", file=sys.stderr)
+main(["retrieval"])
+"""
+
+
+def test_the_command_freezes_every_object_as_the_process_exits(workdir):
+    """The interpreter's last collections skip the objects (`gc.freeze` at exit); the run itself
+    unfroze them, and its output and history are as without it."""
+    assert invoke("retrieval").exit_code == 0
+    env = {k: v for k, v in os.environ.items() if k != "RAGQUAL_DB"}
+    done = subprocess.run([sys.executable, "-c", EXIT_PROBE], cwd=workdir, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "frozen before: 0" in done.stderr
+    frozen = int(done.stderr.split("frozen at exit: ")[1].split()[0])
+    assert frozen > 10_000
+    assert "run " in done.stdout + done.stderr and "appended to the history" in done.stdout + done.stderr
+
+
+def test_freeze_at_exit_is_registered_once(monkeypatch):
+    import gc
+
+    from ragqual.app import retrieval_run
+
+    registered = []
+    monkeypatch.setattr(retrieval_run.atexit, "register", registered.append)
+    monkeypatch.setattr(retrieval_run, "_EXIT_FREEZE", [])
+    retrieval_run.freeze_at_exit()
+    retrieval_run.freeze_at_exit()
+    assert registered == [gc.freeze]
