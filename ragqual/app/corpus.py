@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ragqual.app.context import AppContext
 from ragqual.core.corpus import Document
 from ragqual.core.glossary import Glossary
-from ragqual.core.goldens import Golden
+from ragqual.core.goldens import Golden, golden_patterns
 from ragqual.errors import InputError
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, chunk_corpus
 
@@ -258,8 +258,11 @@ class CorpusContext:
 
 def load_corpus_context(
     app: AppContext, opts: CorpusOptions, *, with_corpus: bool = True, with_goldens: bool = True,
+    remember_patterns: bool = False,
 ) -> CorpusContext:
-    """Resolve the settings and read (and validate) the corpus and goldens; exit 2 on bad input."""
+    """Resolve the settings and read (and validate) the corpus and goldens; exit 2 on bad input.
+    Golden patterns an earlier run checked are not compiled again (ragqual.adapters.pattern_memo);
+    `remember_patterns` (a run that writes its caches anyway) adds this run's to them."""
     from ragqual.adapters.collection_files import RAGQUAL, read_any
 
     settings = app.settings
@@ -271,8 +274,13 @@ def load_corpus_context(
     layout = RAGQUAL
     engine = embedded_engine(settings)
     if with_goldens or with_corpus:
+        checked = _vouch_for_checked_patterns(app) if with_goldens else None
         loaded = read_any(corpus_dir, goldens_dir if with_goldens else None, topic_field=opts.topic_field or "title")
         documents, goldens, layout = loaded.documents, loaded.goldens, loaded.goldens_layout
+        if checked is not None and remember_patterns:
+            from ragqual.adapters import pattern_memo
+
+            pattern_memo.save(settings.cache_dir(), golden_patterns(goldens), checked)
     return CorpusContext(
         glossary=project_glossary(settings, corpus_dir),
         app=app,
@@ -288,6 +296,20 @@ def load_corpus_context(
         engine=engine,
         layout=layout,
     )
+
+
+def _vouch_for_checked_patterns(app: AppContext) -> set[str] | None:
+    """The golden patterns earlier runs checked (ragqual.adapters.pattern_memo), vouched for so that
+    loading the goldens does not compile them again; None with `--cache off` (nothing read or
+    written), none with `--cache write-only` (checked again, then remembered)."""
+    if app.cache_mode == "off":
+        return None
+    from ragqual.adapters import pattern_memo
+    from ragqual.core.textmatch import vouch
+
+    checked = pattern_memo.load(app.settings.cache_dir()) if app.cache_mode != "write-only" else set()
+    vouch(checked)
+    return checked
 
 
 def project_glossary(settings: Any, corpus_dir: Path) -> Glossary | None:

@@ -9,7 +9,7 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
-from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrieval_tier
+from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, freeze_at_exit, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.core.display import fmt_ms
@@ -67,6 +67,7 @@ def retrieval_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, ablat
                                split=split, limit=limit, candidate_k=candidate_k, context_k=context_k, rrf_k=rrf_k,
                                expand=expand, rerank=rerank, stem=stem, write_report=write, export_trec=export_trec,
                                distractors=distractors, name=name, run_tags=run_tags)
+    freeze_at_exit()  # the process ends with the command
     outcome = retrieval_tier(app, corpus_opts, options)
     _print(app, outcome, ablate, show_misses)
     if write:

@@ -16,14 +16,16 @@ One golden per line:
 regression fails the gate by itself (`ragqual.core.critical`); any other key is an error (usually a typo).
 `mustInclude` / `mustNotInclude` are case-insensitive patterns of the `regex` package,
 compiled here at load by `ragqual.core.textmatch.compile_pattern`, the same function
-(and cache) the answer checks match with later.
+(and cache) the answer checks match with later; a pattern an earlier run checked under the same
+rules and `regex` version (ragqual.adapters.pattern_memo) is taken as checked and compiled
+when first searched with.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +33,14 @@ import regex
 
 from ragqual.core import jsonline
 from ragqual.core.hashing import hash_value
-from ragqual.core.textmatch import InvalidPattern, compile_pattern
+from ragqual.core.textmatch import InvalidPattern, compile_pattern, compiled, is_vouched
 from ragqual.errors import InputError, Issue, ValidationFailed
 
 ROLES = ("user", "assistant")
 SPLITS = ("validation", "test")
 MIN_GRADE, MAX_GRADE = 1, 3
 DEFAULT_GRADE = 1
+PATTERN_CHECKS = 1  # the rules of `_pattern_problem`: bump when they change, so no remembered pattern is taken as checked
 
 REQUIRED_FIELDS = (
     "id", "query", "turns", "relevantDocIds", "mustInclude", "mustNotInclude", "expectRefusal", "tags",
@@ -86,11 +89,11 @@ class Golden:
 
     @property
     def include_patterns(self) -> tuple[regex.Pattern[str], ...]:
-        return tuple(compile_pattern(p) for p in self.must_include)
+        return tuple(compiled(p) for p in self.must_include)
 
     @property
     def exclude_patterns(self) -> tuple[regex.Pattern[str], ...]:
-        return tuple(compile_pattern(p) for p in self.must_not_include)
+        return tuple(compiled(p) for p in self.must_not_include)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The golden in its file form (camelCase keys), with grades resolved; `source` is not data."""
@@ -376,15 +379,19 @@ def _check_patterns(typed: dict[str, Any]) -> list[str]:
 
 
 def _pattern_problem(where: str, pattern: str) -> list[str]:
+    """What is wrong with one pattern (PATTERN_CHECKS names this check's rules; a pattern an
+    earlier run found right under the same rules is vouched for: ragqual.core.textmatch.vouch)."""
     if not pattern:
         return [f"{where} is an empty pattern, which matches every answer"]
+    if is_vouched(pattern):
+        return []
     try:
-        compiled = compile_pattern(pattern)
+        checked = compile_pattern(pattern)
     except InvalidPattern as exc:
         return [f"{where} {pattern!r} does not compile: {exc.reason}"]
     except RecursionError:
         return [f"{where} does not compile: groups nested too deeply"]
-    if compiled.search("") is not None:
+    if checked.search("") is not None:
         effect = "always passes" if where.startswith("mustInclude") else "always fails"
         return [f"{where} {pattern!r} matches the empty string, so it matches every answer and {effect}: "
                 "require at least one character (e.g. `+` instead of `*`, no trailing `?`)"]
@@ -443,6 +450,11 @@ def missing_split_warning(goldens: Collection[Golden]) -> str | None:
     first = ", ".join(g.source for g in missing[:3]) + (", ..." if len(missing) > 3 else "")
     return (f"{len(missing)} of {len(goldens)} questions have no `split` field (\"validation\" or \"test\"), "
             f"which `ragqual sweep` needs: {first}")
+
+
+def golden_patterns(goldens: Iterable[Golden]) -> set[str]:
+    """Every mustInclude and mustNotInclude pattern of `goldens` (each passed the pattern check)."""
+    return {p for g in goldens for p in (*g.must_include, *g.must_not_include)}
 
 
 def goldens_hash(goldens: Collection[Golden]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 
 import regex
 
@@ -36,9 +37,50 @@ class InvalidPattern(InputError):
         super().__init__(f"invalid regex {pattern!r}: {reason}")
 
 
+_VOUCHED: set[str] = set()  # golden patterns an earlier run checked (see `vouch`)
+
+
+def vouch(patterns: Iterable[str]) -> None:
+    """Take `patterns` as checked: each one passed the golden pattern check (it compiles and does
+    not match the empty string) in an earlier run, with this same `regex` version (remembered by
+    ragqual.adapters.pattern_memo). `compile_pattern` then leaves each one's compilation to its
+    first search, and `ragqual.core.goldens` does not check it again. Compiling the bundled
+    goldens' ~200 patterns only to check them was ~0.05 s of every run that loads them."""
+    _VOUCHED.update(patterns)
+
+
+def is_vouched(pattern: str) -> bool:
+    return pattern in _VOUCHED
+
+
+class DeferredPattern:
+    """A vouched pattern, compiled on its first search (with `compile_pattern`'s flags)."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+
+    @property
+    def flags(self) -> int:
+        return compiled(self.pattern).flags
+
+    def search(self, string: str, *, timeout: float | None = None) -> regex.Match[str] | None:
+        return compiled(self.pattern).search(string, timeout=timeout)
+
+
 @functools.lru_cache(maxsize=4096)
-def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """Compile `pattern` case-insensitively, once per distinct pattern."""
+def compile_pattern(pattern: str) -> regex.Pattern[str] | DeferredPattern:
+    """Compile `pattern` case-insensitively, once per distinct pattern; a vouched pattern (`vouch`)
+    is compiled when first searched with. Raises InvalidPattern for one that does not compile."""
+    if pattern in _VOUCHED:
+        return DeferredPattern(pattern)
+    return compiled(pattern)
+
+
+@functools.lru_cache(maxsize=4096)
+def compiled(pattern: str) -> regex.Pattern[str]:
+    """`pattern` compiled case-insensitively now, vouched or not (InvalidPattern if it does not compile)."""
     try:
         return regex.compile(pattern, regex.IGNORECASE)
     except regex.error as exc:
@@ -56,9 +98,8 @@ def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
 def _matches(pattern: str, text: str, timeout: float) -> bool:
     """`search` itself, remembered: a run asks the same pattern of the same answer or context once
     per repeat, mode and what-if setting (a timeout is raised each time, never remembered)."""
-    compiled = compile_pattern(pattern)
     try:
-        return compiled.search(text, timeout=timeout) is not None
+        return compiled(pattern).search(text, timeout=timeout) is not None
     except TimeoutError:
         raise RegexTimeout(pattern, timeout) from None
 

@@ -22,7 +22,6 @@ import numpy as np
 
 from ragqual.core.glossary import Glossary
 from ragqual.core.hashing import canonical_json, sha256_hex
-from ragqual.core.whatif import context_indices
 from ragqual.errors import InputError, LeakDetected
 from ragqual.pipeline.chunking import Chunk, ChunkConfig, embed_text_for_query
 from ragqual.pipeline.distractors import check_hits_in
@@ -462,6 +461,8 @@ class Retriever:
         if config.threshold is None:
             context = ranking.rows(config.context_k)
         else:
+            from ragqual.core.whatif import context_indices  # the rule's one home; imported only when a threshold cuts
+
             keep = context_indices(ranking.similarities, config.threshold, config.context_k)
             context = tuple(_ranked(tuple(column[i] for column in ranking)) for i in keep)
         return Retrieval(query, ranking, context, elapsed_ms, self.texts)

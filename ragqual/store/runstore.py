@@ -696,8 +696,10 @@ class RunStore:
         self, session: Session, run_id: int,
         rows: Iterable[tuple[int | None, str, str, str, float | None, int]], now: datetime,
     ) -> None:
+        """`metric_values` rows through `_append_rows`: on SQLite each row gets its id and is kept
+        for the seal (no read-back), as `append_trials` writes its metrics; PostgreSQL as before."""
         payload = [(run_id, t, c, g, m, v, ver, now) for t, c, g, m, v, ver in rows]
-        bulk_insert_tuples(session, table_of(MetricValue), METRIC_COLUMNS, payload)
+        self._append_rows(session, table_of(MetricValue), METRIC_COLUMNS, payload)
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]

@@ -82,3 +82,94 @@ def test_an_eval_point_changed_after_a_warm_run_trips_the_leak_guard(workdir, tm
     with pytest.warns(UserWarning, match="edited after they were ingested"):
         assert invoke("corpus", "ingest").exit_code == 0  # the fix the message names
     assert invoke("retrieval").exit_code == 0
+
+
+def test_the_run_appends_with_the_settled_objects_frozen_and_unfreezes_them(workdir, monkeypatch):
+    """The searches and appends run with the objects that existed before them out of the garbage
+    collector's reach (`gc.freeze`), and the run gives them back afterwards."""
+    import gc
+
+    from ragqual.store.runstore import RunStore
+
+    assert invoke("retrieval").exit_code == 0
+    seen: list[int] = []
+    original = RunStore.append_metrics
+
+    def spy(self, run_id, rows):
+        seen.append(gc.get_freeze_count())
+        return original(self, run_id, rows)
+
+    monkeypatch.setattr(RunStore, "append_metrics", spy)
+    before = gc.get_freeze_count()
+    assert invoke("retrieval").exit_code == 0
+    assert len(seen) == 3 and all(count > 0 for count in seen)
+    assert gc.get_freeze_count() == before == 0
+
+
+def test_settled_objects_frozen_nests_and_leaves_another_freeze_and_a_disabled_collector_alone():
+    import gc
+
+    from ragqual.app.retrieval_run import settled_objects_frozen
+
+    enabled = gc.isenabled()
+    try:
+        gc.enable()
+        with pytest.raises(ZeroDivisionError), settled_objects_frozen():
+            assert gc.get_freeze_count() > 0
+            1 / 0
+        assert gc.get_freeze_count() == 0
+        with settled_objects_frozen():
+            frozen = gc.get_freeze_count()
+            made_since = [[] for _ in range(1000)]
+            with settled_objects_frozen():  # nested: what was made since is frozen too
+                assert gc.get_freeze_count() >= frozen + len(made_since)
+            assert gc.get_freeze_count() >= frozen + len(made_since)  # given back by the outer block only
+        assert gc.get_freeze_count() == 0
+        gc.freeze()
+        outer = gc.get_freeze_count()
+        with settled_objects_frozen():
+            pass
+        assert gc.get_freeze_count() == outer  # another owner's freeze is not undone
+        gc.unfreeze()
+        gc.disable()
+        with settled_objects_frozen():
+            assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+        (gc.enable if enabled else gc.disable)()
+
+
+EXIT_PROBE = """
+import atexit, gc, sys
+atexit.register(lambda: print(f"frozen at exit: {gc.get_freeze_count()}", file=sys.stderr))  # runs last
+from ragqual.cli.main import main
+print(f"frozen before: {gc.get_freeze_count()}", file=sys.stderr)
+main(["retrieval"])
+"""
+
+
+def test_the_command_freezes_every_object_as_the_process_exits(workdir):
+    """The interpreter's last collections skip the objects (`gc.freeze` at exit); the run itself
+    unfroze them, and its output and history are as without it."""
+    assert invoke("retrieval").exit_code == 0
+    env = {k: v for k, v in os.environ.items() if k != "RAGQUAL_DB"}
+    done = subprocess.run([sys.executable, "-c", EXIT_PROBE], cwd=workdir, env=env, capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "frozen before: 0" in done.stderr
+    frozen = int(done.stderr.split("frozen at exit: ")[1].split()[0])
+    assert frozen > 10_000
+    assert "run " in done.stdout + done.stderr and "appended to the history" in done.stdout + done.stderr
+
+
+def test_freeze_at_exit_is_registered_once(monkeypatch):
+    import gc
+
+    from ragqual.app import retrieval_run
+
+    registered = []
+    monkeypatch.setattr(retrieval_run.atexit, "register", registered.append)
+    monkeypatch.setattr(retrieval_run, "_EXIT_FREEZE", [])
+    retrieval_run.freeze_at_exit()
+    retrieval_run.freeze_at_exit()
+    assert registered == [gc.freeze]
