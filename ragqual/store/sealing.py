@@ -382,8 +382,13 @@ def returned_as_bound(affinity: str, column: Sequence[Any]) -> bool:
     if kinds == {int}:
         return affinity in ("integer", "numeric")
     if kinds == {float} and affinity == "real":
-        return not any(v != v or (v == 0.0 and math.copysign(1.0, v) < 0) for v in column if v is not None)
+        # no NaN (the one value unequal to itself; None equals None) and no -0.0 among the zeros
+        return (not any(map(operator.ne, column, column))
+                and min(map(math.copysign, itertools.repeat(1.0), filter(_IS_ZERO, column)), default=1.0) > 0)
     return False
+
+
+_IS_ZERO = functools.partial(operator.eq, 0.0)
 
 
 def _dbapi(session: Session) -> tuple[Any, str]:

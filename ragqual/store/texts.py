@@ -39,16 +39,24 @@ def hash_column(column: str) -> str:
     return f"{column}_sha256"
 
 
-def split(values: Mapping[str, str | None]) -> tuple[dict[str, str | None], dict[str, str]]:
+def split(values: Mapping[str, str | None],
+          digests: dict[str, str] | None = None) -> tuple[dict[str, str | None], dict[str, str]]:
     """A trial's text columns as stored from 0012 on: (the trial row's columns, {sha256: body}
-    to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline."""
+    to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline.
+    `digests` (text -> its sha256, filled here) spares hashing a text again: the trials of one
+    batch repeat their prompts, contexts and answers (a dict look-up of an equal text costs a
+    fraction of its sha256)."""
     columns: dict[str, str | None] = {}
     bodies: dict[str, str] = {}
     for column, value in values.items():
         if not isinstance(value, str) or len(value) <= INLINE_MAX:
             columns[column] = value
             continue
-        digest = sha256_hex(value)
+        if digests is None:
+            digest = sha256_hex(value)
+        else:
+            found = digests.get(value)
+            digest = digests[value] = sha256_hex(value) if found is None else found
         bodies[digest] = value
         columns[hash_column(column)] = digest
     return columns, bodies
