@@ -430,9 +430,19 @@ class SealDraft:
 
     def text(self) -> str:
         return canonical_json({
-            t: {"ids": ranges(i for i, _ in rows), "digests": "".join(d for _, d in rows)}
+            t: {"ids": _id_ranges(list(map(_FIRST, rows))), "digests": "".join(map(_SECOND, rows))}
             for t, rows in sorted(self.rows.items()) if rows
         })
+
+
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def _id_ranges(ids: list[int]) -> list[list[int]]:
+    """`ranges(ids)`, at once when they are one ascending run (a batch's rows of a table are)."""
+    if ids[-1] - ids[0] + 1 == len(ids) and all(map(operator.lt, ids, itertools.islice(ids, 1, None))):
+        return [[ids[0], ids[-1]]]
+    return ranges(ids)
 
 
 def head(session: Session | Connection, run_id: int | None = None) -> str | None:
@@ -500,7 +510,7 @@ def _known_digests(bound: Bound | None, before: int, after: int) -> list[tuple[i
         return None
     names, rows = bound
     at = list(names).index("id")
-    if len(rows) != after - before or [row[at] for row in rows] != list(range(before + 1, after + 1)):
+    if len(rows) != after - before or list(map(operator.itemgetter(at), rows)) != list(range(before + 1, after + 1)):
         return None
     return row_digests(names, rows)
 

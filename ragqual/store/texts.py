@@ -18,6 +18,7 @@ plain `sqlite3` or `psql` is one query:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -73,11 +74,16 @@ def missing(session: Session, bodies: Mapping[str, str]) -> list[tuple[str, str]
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     hashes = list(bodies)
     known: set[str] = set()
-    for at in range(0, len(hashes), LOOKUP_CHUNK):  # plain SQL through the driver: no ORM per batch
-        part = hashes[at:at + LOOKUP_CHUNK]
-        found = conn.exec_driver_sql(f"SELECT sha256 FROM texts WHERE sha256 IN ({', '.join([mark] * len(part))})",
-                                     tuple(part))
-        known.update(h for (h,) in found)
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a checked-out connection has a driver connection"
+    cursor = dbapi.cursor()  # plain SQL through the driver's cursor: no result rows built per text
+    try:
+        for at in range(0, len(hashes), LOOKUP_CHUNK):
+            part = hashes[at:at + LOOKUP_CHUNK]
+            cursor.execute(f"SELECT sha256 FROM texts WHERE sha256 IN ({', '.join([mark] * len(part))})", tuple(part))
+            known.update(map(operator.itemgetter(0), cursor.fetchall()))
+    finally:
+        cursor.close()
     return [(h, b) for h, b in bodies.items() if h not in known]
 
 

@@ -104,3 +104,11 @@ def test_zeros_of_both_signs_among_repeated_floats():
 def test_a_real_column_is_taken_as_bound_unless_it_holds_nan_or_negative_zero(column, kept):
     """SQLite stores NaN as NULL and -0.0 as 0.0 in a REAL column: such a batch is read back for its seal."""
     assert sealing.returned_as_bound("real", column) is kept
+
+
+@pytest.mark.parametrize("ids", [[5], [1, 2, 3], [3, 4, 5, 9], [9, 3, 4, 5], [2, 2, 3], [4, 3, 2, 1], [1, 3, 2], [7, 8, 8, 9]])
+def test_a_seals_id_ranges_are_those_of_ranges(ids):
+    """The seal's row list writes one [first, last] at once for an ascending run of ids, and
+    exactly what `ranges` writes for any other list."""
+    draft = sealing.SealDraft({"t": [(i, "0" * 16) for i in ids]})
+    assert draft.text() == sealing.canonical_json({"t": {"ids": sealing.ranges(ids), "digests": "0" * 16 * len(ids)}})
