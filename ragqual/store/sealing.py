@@ -162,7 +162,11 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
 _FIRST_CHARS = operator.itemgetter(slice(0, ROW_DIGEST_CHARS))
 _HEX = operator.methodcaller("hexdigest")
 _NOT_NULL = functools.partial(operator.is_not, None)
-_CONSTANT_KINDS = (str, int, bool)  # equal values of these types encode equally (not floats: 0.0 == -0.0)
+# Equal values of these types encode equally; not floats (0.0 == -0.0), and datetimes only of one
+# `fold`: two equal datetimes of one zone may differ in fold, and so in their UTC time, while equal
+# datetimes of different zones are one instant (a batch's `created_at` as PostgreSQL returns it).
+_CONSTANT_KINDS = (str, int, bool, datetime)
+_FOLD = operator.attrgetter("fold")
 
 
 def _batch_template(keys: Sequence[str], columns: Sequence[Sequence[Any]],
@@ -170,7 +174,7 @@ def _batch_template(keys: Sequence[str], columns: Sequence[Sequence[Any]],
     """One %-template that writes every row of a batch as `row_digest` would, and the columns of
     values it takes; (None, []) when every column is NULL in some row.
 
-    A column NULL in every row is left out; one holding the same str, int or bool in every row
+    A column NULL in every row is left out; one holding the same str, int, bool or datetime in every row
     (a batch's run id, its `created_at`) is written into the template once; exact ints and finite
     floats are formatted by the template itself (`%d` of an int is int.__repr__, `%r` of a float
     float.__repr__: what json.dumps writes), text is passed encoded. A column NULL in some rows
@@ -193,7 +197,8 @@ def _batch_template(keys: Sequence[str], columns: Sequence[Sequence[Any]],
         sep = "" if n == anchor else ","
         first = values[0]
         kind = type(first)
-        if kind in _CONSTANT_KINDS and values.count(first) == len(values) and set(map(type, values)) == {kind}:
+        if kind in _CONSTANT_KINDS and values.count(first) == len(values) and set(map(type, values)) == {kind} and (
+                kind is not datetime or len(set(map(_FOLD, values))) == 1):
             pieces.append(f"{sep}{key}:{_ENCODE[kind](first)}".replace("%", "%%"))
             continue
         kinds = set(map(type, values))

@@ -112,3 +112,20 @@ def test_a_seals_id_ranges_are_those_of_ranges(ids):
     exactly what `ranges` writes for any other list."""
     draft = sealing.SealDraft({"t": [(i, "0" * 16) for i in ids]})
     assert draft.text() == sealing.canonical_json({"t": {"ids": sealing.ranges(ids), "digests": "0" * 16 * len(ids)}})
+
+
+def test_equal_datetimes_that_are_not_one_instant():
+    """Two datetimes of one zone that differ only in `fold` compare equal but are an hour apart in
+    UTC, so such a column is not written once for every row; equal datetimes of different zones
+    are one instant and are (a batch's `created_at` as PostgreSQL returns it)."""
+    from zoneinfo import ZoneInfo
+
+    york = ZoneInfo("America/New_York")
+    first, second = datetime(2025, 11, 2, 1, 30, tzinfo=york), datetime(2025, 11, 2, 1, 30, tzinfo=york, fold=1)
+    assert first == second and first.astimezone(UTC) != second.astimezone(UTC)
+    same = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    for column in ([first, second, first, first], [second] * 4, [same, same.astimezone(york), same.astimezone(UTC)],
+                   [datetime(2026, 1, 2), datetime(2026, 1, 2, fold=1)]):
+        names = ["id", "at", "n"]
+        rows = [(i, at, i) for i, at in enumerate(column, start=1)]
+        assert sealing.row_digests(names, rows) == reference.row_digests(names, rows) == _one_at_a_time(names, rows)
