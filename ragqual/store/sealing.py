@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from json.encoder import encode_basestring
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Connection, Table, func, inspect, select
 from sqlalchemy.orm import Session
@@ -104,7 +104,8 @@ _ENCODE: dict[type, Callable[[Any], str | None]] = {
 }
 
 
-_PLAIN: dict[type, Callable[[Any], str]] = {str: encode_basestring, int: int.__repr__, float: float.__repr__}
+_PLAIN: dict[type, Callable[[Any], str]] = {str: encode_basestring, int: int.__repr__, float: float.__repr__,
+                                          bool: lambda v: "true" if v else "false"}
 NONES = itertools.repeat(None)
 
 
@@ -219,7 +220,6 @@ def _batch_template(keys: Sequence[str], columns: Sequence[Sequence[Any]],
 
 
 _FEW = 4  # a column is encoded value by value unless it holds at least this many rows per distinct value
-_DISTINCT: dict[type, Callable[[Any], str]] = {str: encode_basestring, int: int.__repr__, float: float.__repr__}
 
 
 def _few_distinct(values: Sequence[Any], kinds: set[type], form: str) -> list[str] | None:
@@ -231,7 +231,7 @@ def _few_distinct(values: Sequence[Any], kinds: set[type], form: str) -> list[st
     if len(plain) != 1:
         return None
     (kind,) = plain
-    encode = _DISTINCT.get(kind)
+    encode = _PLAIN.get(kind)
     if encode is None:
         return None
     distinct = set(values)
