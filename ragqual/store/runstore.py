@@ -72,12 +72,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # json.dumps(..., ensure_ascii=False, sort_keys=True), built once
+
+
 def _dump(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return _JSON.encode(value)
 
 
 def table_of(model: type[Any]) -> Table:
@@ -117,22 +120,50 @@ def _bound(conn: Connection, table: Table, keys: Sequence[str], rows: Sequence[S
            ) -> tuple[str, list[str], list[Sequence[Any]] | None, list[Any]]:
     """(the INSERT, its columns in bind order, the bound values column by column when they were
     built that way (else None), the driver's parameters): every value as SQLAlchemy would bind it."""
-    dialect = conn.dialect
+    sql, order, _, plain, _ = _statement(conn.dialect, table, tuple(keys))
+    if plain:
+        return sql, order, None, list(rows)
+    return _bound_columns(conn, table, keys, list(zip(*rows, strict=True)))
+
+
+def _bound_columns(conn: Connection, table: Table, keys: Sequence[str], columns: Sequence[Sequence[Any]],
+                   ) -> tuple[str, list[str], list[Sequence[Any]] | None, list[Any]]:
+    """`_bound` for rows given column by column (`columns[i]` the values of `keys[i]`, all of one
+    length): the processors run over whole columns and the rows are zipped in C."""
+    sql, order, convert, plain, positional = _statement(conn.dialect, table, tuple(keys))
+    if plain:
+        return sql, order, None, list(zip(*columns, strict=True))
+    ordered: list[Sequence[Any]] = [columns[i] if p is None or _as_is(p, columns[i]) else _processed(p, columns[i])
+                                    for i, p in convert]
+    tuples = zip(*ordered, strict=True)
+    params: list[Any] = list(tuples) if positional else [dict(zip(order, v, strict=True)) for v in tuples]
+    return sql, order, ordered, params
+
+
+Statement = tuple[str, list[str], list[tuple[int, Any]], bool, bool]
+_STATEMENTS: dict[tuple[Any, Table, tuple[str, ...]], Statement] = {}
+
+
+def _statement(dialect: Any, table: Table, keys: tuple[str, ...]) -> Statement:
+    """(the INSERT of `keys` into `table` compiled for `dialect`, its columns in bind order, per
+    bound column its position in `keys` and bind processor (or None), whether the rows bind as
+    they are, whether the driver takes each row as a tuple),
+    compiled once per dialect, table and columns: a batch appends to the same tables every time."""
+    found = _STATEMENTS.get((dialect, table, keys))
+    if found is not None:
+        return found
     compiled = insert(table).compile(dialect=dialect, column_keys=list(keys))
     at = {k: i for i, k in enumerate(keys)}
     process = {k: table.c[k].type.dialect_impl(dialect).bind_processor(dialect) for k in keys}
     order = list(compiled.positiontup) if compiled.positional and compiled.positiontup else list(keys)
     convert = [(at[k], process[k]) for k in order]
-    params: list[Any]
-    if compiled.positional and order == list(keys) and all(p is None for _, p in convert):
-        return compiled.string, order, None, list(rows)
-    # column-wise: the processors run over whole columns, the rows are re-zipped in C
-    columns = list(zip(*rows, strict=True))
-    ordered: list[Sequence[Any]] = [columns[i] if p is None or _as_is(p, columns[i]) else _processed(p, columns[i])
-                                    for i, p in convert]
-    tuples = zip(*ordered, strict=True)
-    params = list(tuples) if compiled.positional else [dict(zip(order, v, strict=True)) for v in tuples]
-    return compiled.string, order, ordered, params
+    positional = bool(compiled.positional)
+    plain = positional and order == list(keys) and all(p is None for _, p in convert)
+    if len(_STATEMENTS) > 256:
+        _STATEMENTS.clear()
+    made: Statement = (compiled.string, order, convert, plain, positional)
+    _STATEMENTS[(dialect, table, keys)] = made
+    return made
 
 
 _FLOATS = {float, type(None)}
@@ -293,15 +324,16 @@ class RunStore:
             self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
         return self._spans
 
-    def _text_columns(self, session: Session, values: dict[str, str | None],
-                      bodies: dict[str, str]) -> dict[str, str | None]:
+    def _text_columns(self, session: Session, values: dict[str, str | None], bodies: dict[str, str],
+                      digests: dict[str, str] | None = None) -> dict[str, str | None]:
         """A trial's text columns: long texts named by hash, their bodies added to `bodies` for
-        `texts.store` (migration 0012, ragqual.store.texts); inline as before on an older schema."""
+        `texts.store` (migration 0012, ragqual.store.texts); inline as before on an older schema.
+        `digests` (text -> sha256) spares hashing a text again within a batch."""
         if self._texts is None:
             self._texts = inspect(session.connection()).has_table(texts.TABLE)
         if not self._texts:
             return values
-        columns, found = texts.split(values)
+        columns, found = texts.split(values, digests)
         bodies.update(found)
         return columns
 
@@ -323,8 +355,8 @@ class RunStore:
         if table.name in known:  # a second insert into the table: ids follow the rows already there
             known[table.name] = None
             first = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table.name}").scalar_one())
-        sql, order, columns, params = _bound(conn, table, ["id", *keys],
-                                             [(i, *row) for i, row in enumerate(rows, start=first)])
+        sql, order, columns, params = _bound_columns(conn, table, ["id", *keys],
+                                                     [range(first, first + len(rows)), *zip(*rows, strict=True)])
         conn.exec_driver_sql(sql, params)
         if table.name in known:
             return
@@ -592,7 +624,8 @@ class RunStore:
         def work(session: Session) -> list[int]:
             now = self.clock()
             bodies: dict[str, str] = {}
-            rows = [self._trial_row(session, rec, now, bodies) for rec in recs]
+            digests: dict[str, str] = {}  # the repeats and modes of a case share prompts, contexts and answers
+            rows = [self._trial_row(session, rec, now, bodies, digests) for rec in recs]
             if bodies:
                 self._append_rows(session, table_of(StoredText), texts.STORED_COLUMNS, texts.missing(session, bodies))
             trial_ids = self._insert_trials(session, rows)
@@ -617,7 +650,8 @@ class RunStore:
                 raise InputError(_slot_taken(recs)) from None
             raise
 
-    def _trial_row(self, session: Session, rec: TrialRecord, now: datetime, bodies: dict[str, str]) -> dict[str, Any]:
+    def _trial_row(self, session: Session, rec: TrialRecord, now: datetime, bodies: dict[str, str],
+                   digests: dict[str, str] | None = None) -> dict[str, Any]:
         """The `trials` row of one record, credentials masked: the one place a trial row is built
         (append_trial and append_trials both go through it). Long texts go by hash (migration
         0012); their bodies are added to `bodies`, which the caller stores once per batch."""
@@ -633,7 +667,7 @@ class RunStore:
                 "context": redact_known(rec.context),
                 "raw_output": _dump(redact_known(rec.raw_output)),
                 "parsed_output": _dump(redact_known(rec.parsed_output)),
-            }, bodies),
+            }, bodies, digests),
             "error": None if rec.error is None else redact_text(rec.error),
             "prompt_tokens": rec.prompt_tokens,
             "completion_tokens": rec.completion_tokens,

@@ -31,6 +31,7 @@ kept elsewhere (committed, published) and checked with `--expect` defeats that.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -73,14 +74,18 @@ def row_digest(values: Mapping[str, Any]) -> str:
 
 
 # The same digests, many rows at a time. A retrieval run before migration 0007 sealed ~280,000
-# ranked rows (a standard collection's run still seals ~5,000 metric rows); building a dict,
-# normalising it and running json.dumps for each cost ~10 µs a row. For the value types a driver
-# returns for ragqual's columns, the canonical JSON is assembled here column by column and then
-# through one %-template per table (keys in sorted order, exactly as json.dumps(sort_keys=True,
+# ranked rows, and a cached rerun seals ~12 rows per trial; building a dict, normalising it and
+# running json.dumps for each cost ~10 µs a row. For the value types a driver returns for
+# ragqual's columns, the canonical JSON is assembled here column by column and then through one
+# %-template per batch (keys in sorted order, exactly as json.dumps(sort_keys=True,
 # separators=(",", ":"), ensure_ascii=False) writes them, a non-finite float as `_norm` writes
-# it); a row holding NULL (a retrieval metric has no trial) is joined without its NULL columns,
-# and a row holding any other type (a datetime, bytes) goes through `row_digest`.
-# tests/store/test_sealing.py checks that both give the same digests.
+# it, a datetime and bytes as `_norm` writes them): a column holding one value in every row is
+# written into the template once, a column of a few repeated values is encoded once per value,
+# ints and finite floats are formatted by the template itself, and a column NULL in some rows
+# passes each row's `"key":value` text or "" (`_batch_template`). Then every row is hashed by a
+# chain of C-level maps. A value of any other type sends its row through `row_digest`.
+# tests/store/test_row_digests.py checks the digests against the frozen 58a616b implementation
+# and against `row_digest`, over every type and column shape.
 
 def _json_float(value: float) -> str:
     if not math.isfinite(value):
@@ -93,11 +98,14 @@ _ENCODE: dict[type, Callable[[Any], str | None]] = {
     int: int.__repr__,
     float: _json_float,
     bool: lambda v: "true" if v else "false",
+    datetime: lambda v: encode_basestring(_norm(v)),  # as PostgreSQL's driver returns a timestamp
+    bytes: lambda v: encode_basestring(v.hex()),
     type(None): lambda v: None,  # NULL: the column is left out of the row's JSON
 }
 
 
-_PLAIN: dict[type, Callable[[Any], str]] = {str: encode_basestring, int: int.__repr__, float: float.__repr__}
+_PLAIN: dict[type, Callable[[Any], str]] = {str: encode_basestring, int: int.__repr__, float: float.__repr__,
+                                          bool: lambda v: "true" if v else "false"}
 NONES = itertools.repeat(None)
 
 
@@ -133,21 +141,134 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
         return []
     at = names.index("id")
     order = sorted((i for i in range(len(names)) if i != at), key=lambda i: names[i])
-    template = "{" + ",".join(encode_basestring(names[i]).replace("%", "%%") + ":%s" for i in order) + "}"
     columns = list(zip(*rows, strict=True))
     slow: set[int] = set()
-    encoded = [_encode_column(columns[i], slow) for i in order]
     keys = [encode_basestring(names[i]) for i in order]
-    rows_encoded = list(zip(*encoded))
-    if any(None in column for column in encoded):
-        texts = _with_nulls(keys, template, rows_encoded)
+    template, cells = _batch_template(keys, [columns[i] for i in order], slow)
+    texts: Iterable[str]
+    if template is None:  # every column NULL in some row: one template per NULL pattern
+        whole = "{" + ",".join(k.replace("%", "%%") + ":%s" for k in keys) + "}"
+        texts = _with_nulls(keys, whole, list(zip(*(_encode_column(columns[i], slow) for i in order))))
+    elif cells:
+        texts = map(template.__mod__, zip(*cells))
     else:
-        texts = [template % values for values in rows_encoded]
-    sha, width = hashlib.sha256, ROW_DIGEST_CHARS
-    digests = [sha(text.encode("utf-8")).hexdigest()[:width] for text in texts]
+        texts = itertools.repeat(template % (), len(rows))  # every column the same in every row
+    # sha256(text)[:16] of every row as one chain of C-level maps: no Python frame per row
+    digests = list(map(_FIRST_CHARS, map(_HEX, map(hashlib.sha256, map(str.encode, texts)))))
     for n in slow:
         digests[n] = row_digest(dict(zip(names, rows[n], strict=True)))
     return list(zip(columns[at], digests, strict=True))
+
+
+_FIRST_CHARS = operator.itemgetter(slice(0, ROW_DIGEST_CHARS))
+_HEX = operator.methodcaller("hexdigest")
+_NOT_NULL = functools.partial(operator.is_not, None)
+# Equal values of these types encode equally; not floats (0.0 == -0.0), and datetimes only of one
+# `fold`: two equal datetimes of one zone may differ in fold, and so in their UTC time, while equal
+# datetimes of different zones are one instant (a batch's `created_at` as PostgreSQL returns it).
+_CONSTANT_KINDS = (str, int, bool, datetime)
+_FOLD = operator.attrgetter("fold")
+
+
+def _batch_template(keys: Sequence[str], columns: Sequence[Sequence[Any]],
+                    slow: set[int]) -> tuple[str | None, list[Sequence[Any]]]:
+    """One %-template that writes every row of a batch as `row_digest` would, and the columns of
+    values it takes; (None, []) when every column is NULL in some row.
+
+    A column NULL in every row is left out; one holding the same str, int, bool or datetime in every row
+    (a batch's run id, its `created_at`) is written into the template once; exact ints and finite
+    floats are formatted by the template itself (`%d` of an int is int.__repr__, `%r` of a float
+    float.__repr__: what json.dumps writes), text is passed encoded. A column NULL in some rows
+    only is passed as each row's `"key":value` text ("" where NULL), its comma on the side away
+    from the anchor: the first column, in key order, that no row holds NULL in."""
+    nulls = [None in column for column in columns]
+    anchor = next((n for n, null in enumerate(nulls) if not null), None)
+    if anchor is None:
+        return None, []
+    pieces: list[str] = []
+    cells: list[Sequence[Any]] = []
+    for n, (key, values, null) in enumerate(zip(keys, columns, nulls, strict=True)):
+        name = key.replace("%", "%%")
+        if null:
+            if values.count(None) == len(values):
+                continue  # NULL in every row: left out of every row
+            pieces.append("%s")
+            cells.append(_sometimes_null(values, (f"{name}:", ",") if n < anchor else (f",{name}:", ""), slow))
+            continue
+        sep = "" if n == anchor else ","
+        first = values[0]
+        kind = type(first)
+        if kind in _CONSTANT_KINDS and values.count(first) == len(values) and set(map(type, values)) == {kind} and (
+                kind is not datetime or len(set(map(_FOLD, values))) == 1):
+            pieces.append(f"{sep}{key}:{_ENCODE[kind](first)}".replace("%", "%%"))
+            continue
+        kinds = set(map(type, values))
+        if kinds == {int}:
+            pieces.append(f"{sep}{name}:%d")
+            cells.append(values)
+            continue
+        pieces.append(f"{sep}{name}:%s")
+        texts = _few_distinct(values, kinds, "%s")
+        if texts is not None:
+            cells.append(texts)
+        elif kinds == {float} and all(map(math.isfinite, values)):
+            pieces[-1] = f"{sep}{name}:%r"
+            cells.append(values)
+        else:
+            cells.append(_encode_column(values, slow))
+    return "{" + "".join(pieces) + "}", cells
+
+
+_FEW = 4  # a column is encoded value by value unless it holds at least this many rows per distinct value
+
+
+def _few_distinct(values: Sequence[Any], kinds: set[type], form: str) -> list[str] | None:
+    """`form % json` of each value ("" for NULL), each distinct value encoded once, when `values`
+    are of one plain type and repeat (a trial's id and batch over its assertion rows, metric and
+    case names, a metric's value); None otherwise. Floats only when every one is finite and of
+    positive sign: equal floats encode equally except 0.0 and -0.0."""
+    plain = kinds - {type(None)}
+    if len(plain) != 1:
+        return None
+    (kind,) = plain
+    encode = _PLAIN.get(kind)
+    if encode is None:
+        return None
+    distinct = set(values)
+    if len(distinct) * _FEW > len(values):
+        return None
+    distinct.discard(None)
+    if kind is float and not (all(map(math.isfinite, distinct))
+                              and min(map(math.copysign, itertools.repeat(1.0), filter(_NOT_NULL, values))) > 0):
+        return None
+    done: dict[Any, str] = {value: form % encode(value) for value in distinct}
+    done[None] = ""
+    return list(map(done.__getitem__, values))
+
+
+def _sometimes_null(values: Sequence[Any], around: tuple[str, str], slow: set[int]) -> list[str]:
+    """Each row's `"key":value` text (`around` the value's JSON: the key, %-escaped, and a comma
+    on one side), "" where the row holds NULL. For one plain type the texts are made by C-level
+    maps: `%s` of None writes `None`, which no JSON value is, and that text alone is mapped to ""."""
+    before, after = around
+    form = f"{before}%s{after}"
+    kinds = set(map(type, values))
+    few = _few_distinct(values, kinds, form)
+    if few is not None:
+        return few
+    kinds.discard(type(None))
+    null_text = form % (None,)
+    if kinds == {int}:
+        texts = list(map(form.__mod__, values))  # %s of an exact int: int.__repr__
+    elif kinds == {float} and all(map(math.isfinite, filter(_NOT_NULL, values))):
+        form = f"{before}%r{after}"
+        null_text = form % (None,)
+        texts = list(map(form.__mod__, values))
+    elif kinds == {str}:
+        texts = list(map(form.__mod__, [None if v is None else encode_basestring(v) for v in values]))
+    else:
+        texts = [null_text if v is None else form % (v,) for v in _encode_column(values, slow)]
+    return list(map({null_text: ""}.get, texts, texts))
 
 
 def _with_nulls(keys: Sequence[str], template: str, rows: Sequence[tuple[str | None, ...]]) -> list[str]:
@@ -266,8 +387,13 @@ def returned_as_bound(affinity: str, column: Sequence[Any]) -> bool:
     if kinds == {int}:
         return affinity in ("integer", "numeric")
     if kinds == {float} and affinity == "real":
-        return not any(v != v or (v == 0.0 and math.copysign(1.0, v) < 0) for v in column if v is not None)
+        # no NaN (the one value unequal to itself; None equals None) and no -0.0 among the zeros
+        return (not any(map(operator.ne, column, column))
+                and min(map(math.copysign, itertools.repeat(1.0), filter(_IS_ZERO, column)), default=1.0) > 0)
     return False
+
+
+_IS_ZERO = functools.partial(operator.eq, 0.0)
 
 
 def _dbapi(session: Session) -> tuple[Any, str]:
@@ -309,9 +435,19 @@ class SealDraft:
 
     def text(self) -> str:
         return canonical_json({
-            t: {"ids": ranges(i for i, _ in rows), "digests": "".join(d for _, d in rows)}
+            t: {"ids": _id_ranges(list(map(_FIRST, rows))), "digests": "".join(map(_SECOND, rows))}
             for t, rows in sorted(self.rows.items()) if rows
         })
+
+
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
+def _id_ranges(ids: list[int]) -> list[list[int]]:
+    """`ranges(ids)`, at once when they are one ascending run (a batch's rows of a table are)."""
+    if ids[-1] - ids[0] + 1 == len(ids) and all(map(operator.lt, ids, itertools.islice(ids, 1, None))):
+        return [[ids[0], ids[-1]]]
+    return ranges(ids)
 
 
 def head(session: Session | Connection, run_id: int | None = None) -> str | None:
@@ -379,7 +515,7 @@ def _known_digests(bound: Bound | None, before: int, after: int) -> list[tuple[i
         return None
     names, rows = bound
     at = list(names).index("id")
-    if len(rows) != after - before or [row[at] for row in rows] != list(range(before + 1, after + 1)):
+    if len(rows) != after - before or list(map(operator.itemgetter(at), rows)) != list(range(before + 1, after + 1)):
         return None
     return row_digests(names, rows)
 

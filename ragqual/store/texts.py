@@ -18,6 +18,7 @@ plain `sqlite3` or `psql` is one query:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -39,16 +40,24 @@ def hash_column(column: str) -> str:
     return f"{column}_sha256"
 
 
-def split(values: Mapping[str, str | None]) -> tuple[dict[str, str | None], dict[str, str]]:
+def split(values: Mapping[str, str | None],
+          digests: dict[str, str] | None = None) -> tuple[dict[str, str | None], dict[str, str]]:
     """A trial's text columns as stored from 0012 on: (the trial row's columns, {sha256: body}
-    to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline."""
+    to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline.
+    `digests` (text -> its sha256, filled here) spares hashing a text again: the trials of one
+    batch repeat their prompts, contexts and answers (a dict look-up of an equal text costs a
+    fraction of its sha256)."""
     columns: dict[str, str | None] = {}
     bodies: dict[str, str] = {}
     for column, value in values.items():
         if not isinstance(value, str) or len(value) <= INLINE_MAX:
             columns[column] = value
             continue
-        digest = sha256_hex(value)
+        if digests is None:
+            digest = sha256_hex(value)
+        else:
+            found = digests.get(value)
+            digest = digests[value] = sha256_hex(value) if found is None else found
         bodies[digest] = value
         columns[hash_column(column)] = digest
     return columns, bodies
@@ -65,11 +74,16 @@ def missing(session: Session, bodies: Mapping[str, str]) -> list[tuple[str, str]
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     hashes = list(bodies)
     known: set[str] = set()
-    for at in range(0, len(hashes), LOOKUP_CHUNK):  # plain SQL through the driver: no ORM per batch
-        part = hashes[at:at + LOOKUP_CHUNK]
-        found = conn.exec_driver_sql(f"SELECT sha256 FROM texts WHERE sha256 IN ({', '.join([mark] * len(part))})",
-                                     tuple(part))
-        known.update(h for (h,) in found)
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a checked-out connection has a driver connection"
+    cursor = dbapi.cursor()  # plain SQL through the driver's cursor: no result rows built per text
+    try:
+        for at in range(0, len(hashes), LOOKUP_CHUNK):
+            part = hashes[at:at + LOOKUP_CHUNK]
+            cursor.execute(f"SELECT sha256 FROM texts WHERE sha256 IN ({', '.join([mark] * len(part))})", tuple(part))
+            known.update(map(operator.itemgetter(0), cursor.fetchall()))
+    finally:
+        cursor.close()
     return [(h, b) for h, b in bodies.items() if h not in known]
 
 
