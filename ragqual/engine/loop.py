@@ -45,8 +45,8 @@ from ragqual.engine.batching import BatchPolicy, batch_policy
 from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
 from ragqual.engine.pricing import price_run
-from ragqual.engine.output_cap import cap_result, output_cap
-from ragqual.engine.scorers import Scorer, default_scorers, score_trial
+from ragqual.engine.output_cap import cap_result, json_size, output_cap
+from ragqual.engine.scorers import Scored, Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
 from ragqual.errors import InputError, ModelCallFailed, RunInterrupted
@@ -240,7 +240,18 @@ def _jsonable(value: Any, what: str, subject: Subject) -> Any:
     return value
 
 
-def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
+def _raw_json(value: Any, subject: Subject) -> str:
+    """The raw response as JSON with sorted keys (the text whose size the output cap measures),
+    refused like `_jsonable` when it is not a JSON value: one encoding serves both."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SubjectContractError(
+            f"subject {subject.name!r}: the raw response is not a JSON value ({exc})") from None
+
+
+def _check_result(subject: Subject, slot: Slot, result: Any) -> tuple[SubjectResult, str]:
+    """The result, and its raw response as JSON (`_raw_json`)."""
     if not isinstance(result, SubjectResult):
         raise SubjectContractError(
             f"subject {subject.name!r}: run_one must return a SubjectResult, got {type(result).__name__}")
@@ -248,18 +259,57 @@ def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
         raise SubjectContractError(
             f"subject {subject.name!r} returned no telemetry for case {slot.case.slug!r}: "
             "run_one must report tokens and latency (Telemetry.from_response)")
-    _jsonable(result.output, "output", subject)
-    _jsonable(result.raw, "raw response", subject)
-    return result
+    if not isinstance(result.output, str):  # a text always is one
+        _jsonable(result.output, "output", subject)
+    return result, _raw_json(result.raw, subject)
+
+
+ScoreKey = tuple[int, int, str, str, str | None, str]
+
+
+def pure_scoring(subject: Subject, case: Case) -> bool:
+    """Whether scoring a trial of `case` is a function of what the trial returned: the subject
+    says its metrics are (`Subject.pure_scoring`) and every check of the case is declared pure."""
+    return subject.pure_scoring and all(getattr(a.check, "pure", False) for a in case.assertions)
+
+
+class ScoreMemo:
+    """The scoring of a trial whose case, variant, mode, answer, context and raw response (as JSON)
+    equal those of a trial scored before in the run: repeats of a deterministic model give the
+    same answer, and scoring it again gives the same rows. Only pure scoring is remembered, never
+    one with an error on a check (a regex that ran out of time may finish next time), and a trial
+    whose answer differs is scored afresh."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+        self._pure: dict[int, bool] = {}
+        self._scored: dict[ScoreKey, Scored] = {}
+
+    def key(self, slot: Slot, result: SubjectResult, raw_json: str) -> ScoreKey | None:
+        pure = self._pure.get(slot.case_pk)
+        if pure is None:
+            pure = self._pure[slot.case_pk] = pure_scoring(self.subject, slot.case)
+        if not pure or not isinstance(result.output, str) or not (result.context is None or isinstance(result.context, str)):
+            return None
+        return (slot.case_pk, slot.variant_id, slot.mode, result.output, result.context, raw_json)
+
+    def get(self, key: ScoreKey | None) -> Scored | None:
+        return None if key is None else self._scored.get(key)
+
+    def put(self, key: ScoreKey | None, scored: Scored) -> None:
+        if key is not None and not any(row.detail is not None and row.detail.startswith("error: ")
+                                       for row in scored.assertions):
+            self._scored[key] = scored
 
 
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
-                  subject: Subject, scorers: Sequence[Scorer]) -> TrialRecord:
+                  subject: Subject, scorers: Sequence[Scorer], scored: Scored | None = None) -> TrialRecord:
     case = slot.case
-    scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
-                         output=result.output if result is not None else None,
-                         context=result.context if result is not None else None, error=error,
-                         variant=slot.variant, raw=result.raw if result is not None else None)
+    if scored is None:
+        scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
+                             output=result.output if result is not None else None,
+                             context=result.context if result is not None else None, error=error,
+                             variant=slot.variant, raw=result.raw if result is not None else None)
     t = result.telemetry if result is not None else None
     return TrialRecord(
         run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,
@@ -272,7 +322,7 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         load_ms=t.load_ms if t else None, cost=t.cost if t else None,
         cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
         assertions=scored.assertions, scores=scored.scores,
-        metrics=scored.metrics, case_id=case.id, metrics_version=scored.metrics_version,
+        metrics=dict(scored.metrics), case_id=case.id, metrics_version=scored.metrics_version,
     )
 
 
@@ -293,6 +343,7 @@ class _Trials:
         self._trial_failures = per_trial_failures()
         self.errors = 0
         self.output_cap = output_cap()
+        self.scores = ScoreMemo(subject)
 
     def execute(self, slot: Slot) -> _Done | None:
         """The slot's finished trial; None when another worker holds the slot or has stored it."""
@@ -306,12 +357,17 @@ class _Trials:
         except self._trial_failures as exc:
             return _Done(slot, _trial_record(self.run_id, slot, None, str(exc), self.subject, self.scorers),
                          self.subject.system_prompt_for(slot.variant))
-        capped = cap_result(_check_result(self.subject, slot, result), self.output_cap)
+        checked, raw_json = _check_result(self.subject, slot, result)
+        capped = cap_result(checked, self.output_cap, size=json_size(checked.raw, raw_json))
         checked = capped.result
         prompt = checked.system_prompt
         if prompt is None:
             prompt = self.subject.system_prompt_for(slot.variant)
-        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers)
+        key = None if capped.truncated else self.scores.key(slot, checked, raw_json)
+        scored = self.scores.get(key)
+        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored)
+        if scored is None:
+            self.scores.put(key, Scored(record.assertions, record.scores, dict(record.metrics), record.metrics_version))
         record = replace(record, raw_output_bytes=capped.original_bytes, output_truncated=capped.truncated)
         return _Done(slot, record, prompt)
 

@@ -115,6 +115,14 @@ def rag_axes(options: dict[str, Any], config: RetrievalConfig) -> tuple[Axis, ..
     )
 
 
+def _fresh(candidates: dict[str, Any]) -> dict[str, Any]:
+    """A copy of candidate lists (`RagSubject._search`) that a trial may keep as its own."""
+    others = candidates["byStrategy"]
+    return {"ids": list(candidates["ids"]), "similarities": list(candidates["similarities"]),
+            "byStrategy": {name: {"ids": list(c["ids"]), "similarities": list(c["similarities"])}
+                           for name, c in others.items()}}
+
+
 class RagSubject(Subject):
     name = "rag"
     system_prompt = prompt.RAG_SYSTEM_PROMPT
@@ -132,6 +140,7 @@ class RagSubject(Subject):
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
         self._retriever_lock = threading.Lock()
+        self._e2e: dict[tuple[str, RetrievalConfig], tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = {}
         self.retrieval_config = retrieval_config or RetrievalConfig()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
         self._provenance = provenance or {}
@@ -171,15 +180,27 @@ class RagSubject(Subject):
         if mode == "oracle":
             return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids), None
         if mode == "e2e":
-            retriever = self.retriever()
-            found = retriever.retrieve(query, config)
-            candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
-                                          "similarities": list(found.ranking.similarities)}
-            candidates["byStrategy"] = self._other_strategies(retriever, query, config)
-            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context], candidates
+            found = self._e2e.get((query, config))
+            if found is None:
+                found = self._e2e.setdefault((query, config), self._search(query, config))
+            passages, ids, candidates = found
+            return list(passages), list(ids), _fresh(candidates)
         if mode == "noretrieval":
             return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+
+    def _search(self, query: str, config: RetrievalConfig) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]:
+        """What e2e retrieval hands a trial for `query` under `config`: its passages, their chunk
+        ids and the candidate lists. Remembered per (query, settings) for the subject's life, so
+        the repeats and variants of a run search once: the index does not change under a run.
+        Each trial gets its own copy of the lists (`_fresh`)."""
+        retriever = self.retriever()
+        found = retriever.retrieve(query, config)
+        candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
+                                      "similarities": list(found.ranking.similarities)}
+        candidates["byStrategy"] = self._other_strategies(retriever, query, config)
+        return (tuple(found.texts[r.chunk_id] for r in found.context), tuple(r.chunk_id for r in found.context),
+                candidates)
 
     def _other_strategies(self, retriever: Retriever, query: str,
                           config: RetrievalConfig) -> dict[str, dict[str, Any]]:
@@ -260,6 +281,7 @@ class RagSubject(Subject):
         return prompt.mock_reply(request)
 
     metrics_version = RAG_METRICS_VERSION
+    pure_scoring = True  # the metrics read the answer, context, raw response and outcomes only
 
     def derive_metrics(self, case: Case, mode: str, output: Any, context: str | None,
                        outcomes: Sequence[Outcome], raw: Any = None) -> dict[str, float | None]:
