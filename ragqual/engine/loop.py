@@ -265,6 +265,7 @@ def _check_result(subject: Subject, slot: Slot, result: Any) -> tuple[SubjectRes
 
 
 ScoreKey = tuple[int, int, str, str, str | None, str]
+SCORES_HELD = 4096
 
 
 def pure_scoring(subject: Subject, case: Case) -> bool:
@@ -297,6 +298,8 @@ class ScoreMemo:
         return None if key is None else self._scored.get(key)
 
     def put(self, key: ScoreKey | None, scored: Scored) -> None:
+        if len(self._scored) >= SCORES_HELD:  # a memo only saves work: past this many it starts afresh
+            self._scored.clear()
         if key is not None and not any(row.detail is not None and row.detail.startswith("error: ")
                                        for row in scored.assertions):
             self._scored[key] = scored

@@ -48,6 +48,10 @@ CHECKS_VERSION = PATTERNS_VERSION
 """The version of the refusal, leakage and think-tag assertions: their patterns' version."""
 
 
+HELD = 4096
+"""Searches and requests a RAG subject remembers for the repeats of a run (`RagSubject._search`,
+`_answer_request`); past that many they start afresh (a memo only saves work, never changes it)."""
+
 _NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
 
 
@@ -140,6 +144,7 @@ class RagSubject(Subject):
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
         self._retriever_lock = threading.Lock()
+        self._requests: dict[tuple[str, str, str, int], tuple[Variant, ChatRequest]] = {}
         self._e2e: dict[tuple[str, RetrievalConfig], tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = {}
         self.retrieval_config = retrieval_config or RetrievalConfig()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
@@ -182,6 +187,8 @@ class RagSubject(Subject):
         if mode == "e2e":
             found = self._e2e.get((query, config))
             if found is None:
+                if len(self._e2e) >= HELD:
+                    self._e2e.clear()
                 found = self._e2e.setdefault((query, config), self._search(query, config))
             passages, ids, candidates = found
             return list(passages), list(ids), _fresh(candidates)
@@ -226,7 +233,7 @@ class RagSubject(Subject):
             rewrite = response.text.strip() or golden.query
             query = rewrite
         passages, ids, candidates = self._passages(golden, mode, query, self.retrieval_config_for(variant))
-        request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
+        request = self._answer_request(golden, mode, query, variant, passages, options)
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
         raw = {**without_copy(response.text, response.raw),
@@ -238,6 +245,21 @@ class RagSubject(Subject):
             rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
             cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
+
+    def _answer_request(self, golden: Golden, mode: str, query: str, variant: Variant, passages: Sequence[str],
+                        options: dict[str, Any]) -> ChatRequest:
+        """`prompt.answer_request` for a trial, the same request object for every repeat of the same
+        question, mode, search query and variant (its passages follow from those, `_passages`), so
+        the response-cache key of its repeats encodes it once (`TrialServices.cache_key`)."""
+        key = (golden.id, mode, query, id(variant))
+        held = self._requests.get(key)
+        if held is not None and held[0] is variant:
+            return held[1]
+        request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
+        if len(self._requests) >= HELD:
+            self._requests.clear()
+        self._requests[key] = (variant, request)
+        return request
 
     def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
                      services: TrialServices) -> list[str] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ragqual.adapters.cache import ResponseCache
+from ragqual.core.corpus import Document
 from ragqual.core.goldens import Golden
 from ragqual.engine.services import services_for
 from ragqual.engine.subject import Variant
@@ -38,7 +39,8 @@ def golden(gid: str, query: str) -> Golden:
 
 def subject_with(retriever: CountingRetriever) -> RagSubject:
     goldens = [golden("q1", "how long to boil"), golden("q2", "bleach per litre")]
-    return RagSubject(goldens, [], retriever=lambda: retriever)
+    docs = [Document("a", "a.md", "boil water for one minute", "0" * 64)]
+    return RagSubject(goldens, docs, retriever=lambda: retriever)
 
 
 def trials(subject: RagSubject, tmp_path, variants, repeats: int) -> list:
@@ -94,3 +96,22 @@ def test_a_trial_cannot_change_what_the_next_one_is_given(tmp_path):
     finally:
         cache.close()
     assert repr(second.raw) == before
+
+
+def test_the_repeats_of_a_question_send_one_request_encoded_once(tmp_path, monkeypatch):
+    from ragqual.engine import services as services_module
+
+    encoded = []
+    real = services_module.request_json
+    monkeypatch.setattr(services_module, "request_json", lambda material: encoded.append(1) or real(material))
+    subject = subject_with(CountingRetriever())
+    variant = Variant("mock", "mock")
+    cache = ResponseCache.at(tmp_path / "cache")
+    try:
+        services = services_for(subject, cache)
+        case = subject.cases()[0]
+        got = [subject.run_one(case, variant, mode, r, services) for r in range(3) for mode in ("oracle", "e2e")]
+    finally:
+        cache.close()
+    assert len(encoded) == 2  # one request per mode, whatever the repeat
+    assert len({t.cache_key for t in got}) == 6  # the repeat index still makes each key its own
