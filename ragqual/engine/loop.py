@@ -45,12 +45,13 @@ from ragqual.engine.batching import BatchPolicy, batch_policy
 from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
 from ragqual.engine.pricing import price_run
-from ragqual.engine.output_cap import cap_result, json_size, output_cap
+from ragqual.engine.output_cap import Capped, cap_result, json_size, output_cap
 from ragqual.engine.scorers import Scored, Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
 from ragqual.errors import InputError, ModelCallFailed, RunInterrupted
 from ragqual.store.claims import SlotClaims, require_shared
+from ragqual.store.cost_reads import PricingInput
 from ragqual.store.records import TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import assertion_defs
@@ -306,7 +307,8 @@ class ScoreMemo:
 
 
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
-                  subject: Subject, scorers: Sequence[Scorer], scored: Scored | None = None) -> TrialRecord:
+                  subject: Subject, scorers: Sequence[Scorer], scored: Scored | None = None,
+                  capped: Capped | None = None) -> TrialRecord:
     case = slot.case
     if scored is None:
         scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
@@ -326,6 +328,7 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
         assertions=scored.assertions, scores=scored.scores,
         metrics=dict(scored.metrics), case_id=case.id, metrics_version=scored.metrics_version,
+        **({} if capped is None else {"raw_output_bytes": capped.original_bytes, "output_truncated": capped.truncated}),
     )
 
 
@@ -368,10 +371,9 @@ class _Trials:
             prompt = self.subject.system_prompt_for(slot.variant)
         key = None if capped.truncated else self.scores.key(slot, checked, raw_json)
         scored = self.scores.get(key)
-        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored)
+        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored, capped)
         if scored is None:
             self.scores.put(key, Scored(record.assertions, record.scores, dict(record.metrics), record.metrics_version))
-        record = replace(record, raw_output_bytes=capped.original_bytes, output_truncated=capped.truncated)
         return _Done(slot, record, prompt)
 
     def prepare(self, done: _Done) -> TrialRecord:
@@ -439,6 +441,33 @@ class _Appender:
 
     def _since_ms(self) -> float:
         return (self.clock() - self.last) * 1000.0
+
+
+class _Priced:
+    """What pricing reads of each trial the run has stored (`price_run`'s inputs), gathered as the
+    trials are appended, so a fresh run is priced without reading its trials back. Kept only when
+    they are all of the run's trials (a fresh run, not a worker's share, sealed as it goes) and the
+    token counts are whole numbers or None, as the history stores them."""
+
+    def __init__(self, wanted: bool) -> None:
+        self.rows: list[PricingInput] | None = [] if wanted else None
+
+    def add(self, trial_id: int, done: _Done) -> None:
+        if self.rows is None:
+            return
+        record = done.record
+        tokens = (record.prompt_tokens, record.completion_tokens)
+        if any(t is not None and type(t) is not int for t in tokens):
+            self.rows = None
+            return
+        self.rows.append(PricingInput(trial_id, done.slot.variant.model, *tokens, None))
+
+    def inputs(self, stored: int) -> list[PricingInput] | None:
+        """The inputs, when they hold every one of the `stored` trials (else None: read them)."""
+        rows = self.rows
+        if rows is None or len(rows) != stored or any(a.trial_id >= b.trial_id for a, b in zip(rows, rows[1:])):
+            return None
+        return rows
 
 
 def _durable(services: TrialServices) -> Callable[[], bool]:
@@ -615,7 +644,7 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
             return
         if pricing is not None and count[0]:
             if event == "finished":
-                price_run(store, run_id, pricing)
+                price_run(store, run_id, pricing, held.inputs(count[0]))
             else:  # the run's own failure is what to report; `ragqual reprice` can price it later
                 with contextlib.suppress(Exception):
                     price_run(store, run_id, pricing)
@@ -624,9 +653,12 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
     calls_before, hits_before = services.model_calls, services.cache_hits
     count = [0]
 
+    held = _Priced(pricing is not None and claims is None and not skipped and store.seal)
+
     def after(done: _Done, trial_id: int) -> None:
         if claims is not None:  # committed: a worker taking the claim now sees the trial
             claims.release(done.slot.key)
+        held.add(trial_id, done)
         count[0] += 1
         if progress is not None:
             first = done.record.scores[0].score if done.record.scores else None
