@@ -328,7 +328,8 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
         assertions=scored.assertions, scores=scored.scores,
         metrics=dict(scored.metrics), case_id=case.id, metrics_version=scored.metrics_version,
-        **({} if capped is None else {"raw_output_bytes": capped.original_bytes, "output_truncated": capped.truncated}),
+        raw_output_bytes=None if capped is None else capped.original_bytes,
+        output_truncated=None if capped is None else capped.truncated,
     )
 
 
