@@ -241,11 +241,14 @@ def _jsonable(value: Any, what: str, subject: Subject) -> Any:
     return value
 
 
+_RAW_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False)  # json.dumps's, built once
+
+
 def _raw_json(value: Any, subject: Subject) -> str:
     """The raw response as JSON with sorted keys (the text whose size the output cap measures),
     refused like `_jsonable` when it is not a JSON value: one encoding serves both."""
     try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
+        return _RAW_JSON.encode(value)
     except (TypeError, ValueError) as exc:
         raise SubjectContractError(
             f"subject {subject.name!r}: the raw response is not a JSON value ({exc})") from None
