@@ -74,13 +74,17 @@ def mock_reader(goldens: dict[str, Golden], options: dict[str, Any]) -> whatif.R
 
     seen: dict[tuple[str, tuple[str, ...]], float | None] = {}  # many settings hand a question the same context
     cases: dict[str, Case] = {}
+    replies: dict[tuple[str, ...], str] = {}  # and questions share contexts: the reply reads only the passages
 
     def read(q: whatif.Question, passages: Sequence[str]) -> float | None:
-        key = (q.case_id, tuple(passages))
+        given = tuple(passages)
+        key = (q.case_id, given)
         if key not in seen:
             golden = goldens[q.case_id]
             case = cases.get(q.case_id) or cases.setdefault(q.case_id, golden_case(golden))
-            answer = prompt.mock_reply(prompt.answer_request(golden, passages, options))
+            answer = replies.get(given)
+            if answer is None:
+                answer = replies[given] = prompt.mock_reply(prompt.answer_request(golden, passages, options))
             seen[key] = answer_correctness(golden, answer, "\n\n".join(passages), case)
         return seen[key]
 

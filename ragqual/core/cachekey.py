@@ -10,12 +10,24 @@ material hashed holds no secret.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ragqual.core.hashing import hash_value
+from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
 from ragqual.core.redact import mask_userinfo, secret_digest
 
 CACHE_KEY_VERSION = 1
+
+
+_SLOT = "\x00request\x00"
+_SLOT_JSON = canonical_json(_SLOT)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""`canonical_json`'s encoder, built once (json.dumps builds one per call, a few microseconds)."""
+
+
+def request_json(request_material: dict[str, Any]) -> str:
+    """The request's part of the key material as the key encodes it (for `request_json=`)."""
+    return _CANONICAL.encode(request_material)
 
 
 def response_cache_key(
@@ -23,19 +35,28 @@ def response_cache_key(
     provider: str,
     model: str,
     digest: str | None,
-    request_material: dict[str, Any],
+    request_material: dict[str, Any] | None = None,
     repeat_index: int,
+    request_json: str | None = None,
 ) -> str:
+    """sha256 of the canonical JSON of the key material. The request is given as `request_material`
+    or already encoded (`request_json`, from the function of that name): the key is the same."""
+    if (request_material is None) == (request_json is None):
+        raise TypeError("response_cache_key needs request_material or request_json, not both")
     material = {
         "v": CACHE_KEY_VERSION,
         "provider": provider,
         "model": mask_userinfo(model),  # not the registry: a key never depends on what was read before
         "digest": digest,
-        "request": request_material,
+        "request": request_material if request_json is None else _SLOT,
         "repeat": repeat_index,
     }
     credentials = secret_digest(model)
     if credentials is not None:  # a model URL with userinfo: its hash, never the secret itself
         material["credentials"] = credentials
-    return hash_value(material)
+    if request_json is None:
+        return hash_value(material)
+    # "request" sorts last but for "v", a number: the slot's last occurrence is the request's place
+    head, _, tail = _CANONICAL.encode(material).rpartition(_SLOT_JSON)
+    return sha256_hex(head + request_json + tail)
 

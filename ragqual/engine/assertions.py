@@ -97,6 +97,7 @@ class RegexIncludes:
     path: str | None = None
     timeout: float = textmatch.DEFAULT_TIMEOUT
     kind = "regex_includes"
+    pure = True  # a function of the output alone (engine.loop.ScoreMemo)
 
     def __post_init__(self) -> None:
         textmatch.compile_pattern(self.pattern)  # InvalidPattern (an InputError) at load time
@@ -120,6 +121,7 @@ class RegexExcludes:
     path: str | None = None
     timeout: float = textmatch.DEFAULT_TIMEOUT
     kind = "regex_excludes"
+    pure = True  # a function of the output alone (engine.loop.ScoreMemo)
 
     def __post_init__(self) -> None:
         textmatch.compile_pattern(self.pattern)
@@ -142,6 +144,7 @@ class Equals:
     value: Any
     path: str | None = None
     kind = "equals"
+    pure = True  # a function of the output alone (engine.loop.ScoreMemo)
 
     def __post_init__(self) -> None:
         if self.path is not None:
@@ -183,6 +186,7 @@ class JsonPath:
     op: str
     value: Any
     kind = "json_path"
+    pure = True  # a function of the output alone (engine.loop.ScoreMemo)
 
     def __post_init__(self) -> None:
         parse_path(self.path)

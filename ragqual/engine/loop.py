@@ -45,12 +45,13 @@ from ragqual.engine.batching import BatchPolicy, batch_policy
 from ragqual.engine.breaker import CircuitOpen
 from ragqual.engine.cases import Case
 from ragqual.engine.pricing import price_run
-from ragqual.engine.output_cap import cap_result, output_cap
-from ragqual.engine.scorers import Scorer, default_scorers, score_trial
+from ragqual.engine.output_cap import Capped, cap_result, json_size, output_cap
+from ragqual.engine.scorers import Scored, Scorer, default_scorers, score_trial
 from ragqual.engine.services import TrialServices
 from ragqual.engine.subject import Subject, SubjectContractError, SubjectResult, Variant
 from ragqual.errors import InputError, ModelCallFailed, RunInterrupted
 from ragqual.store.claims import SlotClaims, require_shared
+from ragqual.store.cost_reads import PricingInput
 from ragqual.store.records import TrialRecord
 from ragqual.store.runstore import RunStore
 from ragqual.store.trial_reads import assertion_defs
@@ -240,7 +241,21 @@ def _jsonable(value: Any, what: str, subject: Subject) -> Any:
     return value
 
 
-def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
+_RAW_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False)  # json.dumps's, built once
+
+
+def _raw_json(value: Any, subject: Subject) -> str:
+    """The raw response as JSON with sorted keys (the text whose size the output cap measures),
+    refused like `_jsonable` when it is not a JSON value: one encoding serves both."""
+    try:
+        return _RAW_JSON.encode(value)
+    except (TypeError, ValueError) as exc:
+        raise SubjectContractError(
+            f"subject {subject.name!r}: the raw response is not a JSON value ({exc})") from None
+
+
+def _check_result(subject: Subject, slot: Slot, result: Any) -> tuple[SubjectResult, str]:
+    """The result, and its raw response as JSON (`_raw_json`)."""
     if not isinstance(result, SubjectResult):
         raise SubjectContractError(
             f"subject {subject.name!r}: run_one must return a SubjectResult, got {type(result).__name__}")
@@ -248,18 +263,61 @@ def _check_result(subject: Subject, slot: Slot, result: Any) -> SubjectResult:
         raise SubjectContractError(
             f"subject {subject.name!r} returned no telemetry for case {slot.case.slug!r}: "
             "run_one must report tokens and latency (Telemetry.from_response)")
-    _jsonable(result.output, "output", subject)
-    _jsonable(result.raw, "raw response", subject)
-    return result
+    if not isinstance(result.output, str):  # a text always is one
+        _jsonable(result.output, "output", subject)
+    return result, _raw_json(result.raw, subject)
+
+
+ScoreKey = tuple[int, int, str, str, str | None, str]
+SCORES_HELD = 4096
+
+
+def pure_scoring(subject: Subject, case: Case) -> bool:
+    """Whether scoring a trial of `case` is a function of what the trial returned: the subject
+    says its metrics are (`Subject.pure_scoring`) and every check of the case is declared pure."""
+    return subject.pure_scoring and all(getattr(a.check, "pure", False) for a in case.assertions)
+
+
+class ScoreMemo:
+    """The scoring of a trial whose case, variant, mode, answer, context and raw response (as JSON)
+    equal those of a trial scored before in the run: repeats of a deterministic model give the
+    same answer, and scoring it again gives the same rows. Only pure scoring is remembered, never
+    one with an error on a check (a regex that ran out of time may finish next time), and a trial
+    whose answer differs is scored afresh."""
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+        self._pure: dict[int, bool] = {}
+        self._scored: dict[ScoreKey, Scored] = {}
+
+    def key(self, slot: Slot, result: SubjectResult, raw_json: str) -> ScoreKey | None:
+        pure = self._pure.get(slot.case_pk)
+        if pure is None:
+            pure = self._pure[slot.case_pk] = pure_scoring(self.subject, slot.case)
+        if not pure or not isinstance(result.output, str) or not (result.context is None or isinstance(result.context, str)):
+            return None
+        return (slot.case_pk, slot.variant_id, slot.mode, result.output, result.context, raw_json)
+
+    def get(self, key: ScoreKey | None) -> Scored | None:
+        return None if key is None else self._scored.get(key)
+
+    def put(self, key: ScoreKey | None, scored: Scored) -> None:
+        if len(self._scored) >= SCORES_HELD:  # a memo only saves work: past this many it starts afresh
+            self._scored.clear()
+        if key is not None and not any(row.detail is not None and row.detail.startswith("error: ")
+                                       for row in scored.assertions):
+            self._scored[key] = scored
 
 
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
-                  subject: Subject, scorers: Sequence[Scorer]) -> TrialRecord:
+                  subject: Subject, scorers: Sequence[Scorer], scored: Scored | None = None,
+                  capped: Capped | None = None) -> TrialRecord:
     case = slot.case
-    scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
-                         output=result.output if result is not None else None,
-                         context=result.context if result is not None else None, error=error,
-                         variant=slot.variant, raw=result.raw if result is not None else None)
+    if scored is None:
+        scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
+                             output=result.output if result is not None else None,
+                             context=result.context if result is not None else None, error=error,
+                             variant=slot.variant, raw=result.raw if result is not None else None)
     t = result.telemetry if result is not None else None
     return TrialRecord(
         run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,
@@ -272,7 +330,9 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         load_ms=t.load_ms if t else None, cost=t.cost if t else None,
         cache_key=result.cache_key if result else None, cache_hit=bool(result and result.cache_hit),
         assertions=scored.assertions, scores=scored.scores,
-        metrics=scored.metrics, case_id=case.id, metrics_version=scored.metrics_version,
+        metrics=dict(scored.metrics), case_id=case.id, metrics_version=scored.metrics_version,
+        raw_output_bytes=None if capped is None else capped.original_bytes,
+        output_truncated=None if capped is None else capped.truncated,
     )
 
 
@@ -293,6 +353,7 @@ class _Trials:
         self._trial_failures = per_trial_failures()
         self.errors = 0
         self.output_cap = output_cap()
+        self.scores = ScoreMemo(subject)
 
     def execute(self, slot: Slot) -> _Done | None:
         """The slot's finished trial; None when another worker holds the slot or has stored it."""
@@ -306,13 +367,17 @@ class _Trials:
         except self._trial_failures as exc:
             return _Done(slot, _trial_record(self.run_id, slot, None, str(exc), self.subject, self.scorers),
                          self.subject.system_prompt_for(slot.variant))
-        capped = cap_result(_check_result(self.subject, slot, result), self.output_cap)
+        checked, raw_json = _check_result(self.subject, slot, result)
+        capped = cap_result(checked, self.output_cap, size=json_size(checked.raw, raw_json))
         checked = capped.result
         prompt = checked.system_prompt
         if prompt is None:
             prompt = self.subject.system_prompt_for(slot.variant)
-        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers)
-        record = replace(record, raw_output_bytes=capped.original_bytes, output_truncated=capped.truncated)
+        key = None if capped.truncated else self.scores.key(slot, checked, raw_json)
+        scored = self.scores.get(key)
+        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored, capped)
+        if scored is None:
+            self.scores.put(key, Scored(record.assertions, record.scores, dict(record.metrics), record.metrics_version))
         return _Done(slot, record, prompt)
 
     def prepare(self, done: _Done) -> TrialRecord:
@@ -380,6 +445,33 @@ class _Appender:
 
     def _since_ms(self) -> float:
         return (self.clock() - self.last) * 1000.0
+
+
+class _Priced:
+    """What pricing reads of each trial the run has stored (`price_run`'s inputs), gathered as the
+    trials are appended, so a fresh run is priced without reading its trials back. Kept only when
+    they are all of the run's trials (a fresh run, not a worker's share, sealed as it goes) and the
+    token counts are whole numbers or None, as the history stores them."""
+
+    def __init__(self, wanted: bool) -> None:
+        self.rows: list[PricingInput] | None = [] if wanted else None
+
+    def add(self, trial_id: int, done: _Done) -> None:
+        if self.rows is None:
+            return
+        record = done.record
+        tokens = (record.prompt_tokens, record.completion_tokens)
+        if any(t is not None and type(t) is not int for t in tokens):
+            self.rows = None
+            return
+        self.rows.append(PricingInput(trial_id, done.slot.variant.model, *tokens, None))
+
+    def inputs(self, stored: int) -> list[PricingInput] | None:
+        """The inputs, when they hold every one of the `stored` trials (else None: read them)."""
+        rows = self.rows
+        if rows is None or len(rows) != stored or any(a.trial_id >= b.trial_id for a, b in zip(rows, rows[1:])):
+            return None
+        return rows
 
 
 def _durable(services: TrialServices) -> Callable[[], bool]:
@@ -556,7 +648,7 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
             return
         if pricing is not None and count[0]:
             if event == "finished":
-                price_run(store, run_id, pricing)
+                price_run(store, run_id, pricing, held.inputs(count[0]))
             else:  # the run's own failure is what to report; `ragqual reprice` can price it later
                 with contextlib.suppress(Exception):
                     price_run(store, run_id, pricing)
@@ -565,9 +657,12 @@ def _execute(run_id: int, subject: Subject, services: TrialServices, store: RunS
     calls_before, hits_before = services.model_calls, services.cache_hits
     count = [0]
 
+    held = _Priced(pricing is not None and claims is None and not skipped and store.seal)
+
     def after(done: _Done, trial_id: int) -> None:
         if claims is not None:  # committed: a worker taking the claim now sees the trial
             claims.release(done.slot.key)
+        held.add(trial_id, done)
         count[0] += 1
         if progress is not None:
             first = done.record.scores[0].score if done.record.scores else None

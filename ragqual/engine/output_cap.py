@@ -38,11 +38,12 @@ def output_cap(value: int | None = None) -> int:
     return int(raw)
 
 
-def json_size(value: Any) -> int:
-    """Bytes of `value` as the store writes it (JSON with sorted keys, UTF-8; a string as it is)."""
+def json_size(value: Any, encoded: str | None = None) -> int:
+    """Bytes of `value` as the store writes it (JSON with sorted keys, UTF-8; a string as it is);
+    `encoded`: that JSON when the caller has it already."""
     if isinstance(value, str):
         return len(value.encode())
-    return len(json.dumps(value, ensure_ascii=False, sort_keys=True).encode())
+    return len((encoded if encoded is not None else json.dumps(value, ensure_ascii=False, sort_keys=True)).encode())
 
 
 def cut_strings(value: Any, length: int) -> Any:
@@ -78,9 +79,10 @@ def fitting_length(raw: Any, cap: int) -> int:
     return low
 
 
-def cap_result(result: SubjectResult, cap: int) -> Capped:
-    """The result as it will be stored and scored, its raw output's original size, and whether it was cut."""
-    size = json_size(result.raw)
+def cap_result(result: SubjectResult, cap: int, size: int | None = None) -> Capped:
+    """The result as it will be stored and scored, its raw output's original size, and whether it
+    was cut (`size`: `json_size(result.raw)` when the caller has measured it)."""
+    size = json_size(result.raw) if size is None else size
     if size <= cap:
         return Capped(result, size, False)
     length = fitting_length(result.raw, cap)

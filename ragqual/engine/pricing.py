@@ -8,10 +8,11 @@ makes it current again, with a new row).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragqual.core.pricing import PriceList, trial_cost
-from ragqual.store.cost_reads import pricing_inputs
+from ragqual.store.cost_reads import PricingInput, pricing_inputs
 from ragqual.store.runstore import RunStore
 
 
@@ -25,10 +26,14 @@ class Pricing:
     priced: int  # of them, trials the list prices (a cost, not None)
 
 
-def price_run(store: RunStore, run_id: int, prices: PriceList) -> Pricing:
-    """Snapshot `prices` and append the cost of every trial of `run_id` not priced under it yet."""
+def price_run(store: RunStore, run_id: int, prices: PriceList,
+              inputs: Sequence[PricingInput] | None = None) -> Pricing:
+    """Snapshot `prices` and append the cost of every trial of `run_id` not priced under it yet.
+    `inputs`: every stored trial of the run, in id order, as `pricing_inputs` would read them,
+    when the caller holds them (the trial loop, for the trials it has just appended)."""
     snapshot_id, digest = store.intern_pricing_snapshot(prices.canonical())
-    inputs = pricing_inputs(store.engine, run_id)
+    if inputs is None:
+        inputs = pricing_inputs(store.engine, run_id)
     rows = []
     for t in inputs:
         if t.newest_snapshot_id == snapshot_id:

@@ -20,13 +20,14 @@ from typing import Any
 
 from ragqual.adapters.cache import ResponseCache
 from ragqual.vocab import ChatModel, ChatRequest, ChatResponse
-from ragqual.core.cachekey import response_cache_key
+from ragqual.core.cachekey import request_json, response_cache_key
 from ragqual.engine.axes import Axis, key_options
 from ragqual.engine.breaker import CircuitBreaker, breaker_threshold
 from ragqual.engine.subject import Variant
 from ragqual.errors import ModelCallFailed
 
 ModelFactory = Callable[[str], ChatModel]
+_ENCODED_HELD = 4096  # request encodings held (`TrialServices._request_json`); beyond, they start afresh
 
 
 def _warm(model: ChatModel, options: dict[str, Any]) -> None:
@@ -63,6 +64,7 @@ class TrialServices:
         self._warmed: set[str] = set()
         self._lock = threading.Lock()
         self._warm_lock = threading.Lock()
+        self._encoded: dict[tuple[int, int], tuple[ChatRequest, Variant, str]] = {}
         self.model_calls = 0
         self.cache_hits = 0
         self.warm_ups = 0
@@ -100,14 +102,28 @@ class TrialServices:
         request would not differ, such as a retrieval setting in oracle mode) and only the options
         of declared `call` axes (so an undeclared incidental option never changes it)."""
         model = self.model(variant)
+        return response_cache_key(
+            provider=model.provider, model=model.name, digest=model.digest(),
+            request_json=self._request_json(variant, request), repeat_index=repeat_index,
+        )
+
+    def _request_json(self, variant: Variant, request: ChatRequest) -> str:
+        """The canonical JSON of what the key reads of `request` (`cache_key`), encoded once per
+        request object and variant: a subject that hands every repeat the same request (the RAG
+        subject does) has its long prompt encoded once, not once per repeat."""
+        key = (id(request), id(variant))
+        held = self._encoded.get(key)
+        if held is not None and held[0] is request and held[1] is variant:
+            return held[2]
         material = request.key_material()
         if variant.axes:
             material = {**material, "options": key_options(request.options, self.axes),
                         "axes": dict(sorted(variant.axes.items()))}
-        return response_cache_key(
-            provider=model.provider, model=model.name, digest=model.digest(),
-            request_material=material, repeat_index=repeat_index,
-        )
+        encoded = request_json(material)
+        if len(self._encoded) >= _ENCODED_HELD:
+            self._encoded.clear()
+        self._encoded[key] = (request, variant, encoded)
+        return encoded
 
     def call(self, variant: Variant, request: ChatRequest, repeat_index: int) -> tuple[ChatResponse, str, bool]:
         """(response, cache key, cache hit). In replay mode a miss raises CacheMiss, calling nothing."""

@@ -197,6 +197,12 @@ class Subject:
         """Optional per-trial numbers, stored in metric_values."""
         return {}
 
+    pure_scoring: bool = False
+    """Whether `derive_metrics` is a function of its arguments alone (no clock, no randomness, no
+    outside state). With it, the trial loop scores a repeat whose answer, context and raw response
+    equal an earlier trial's of the same case, variant and mode only once, when every check of the
+    case is pure as well (a check class's `pure = True`)."""
+
     metrics_version: int = 1
     """Version of `derive_metrics`, stored as `metric_values.scorer_version`; bump it when a
     metric's meaning changes, so that reports can tell the old numbers from the new."""

@@ -96,23 +96,43 @@ def _answer(parsed: Any, raw: Any) -> str:
     return "" if parsed is None else json.dumps(parsed)
 
 
-def run_failure_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
-    """Every trial of the run as the failure report reads it (newest scoring and metrics)."""
+def _case_input(definition: str | None) -> dict[str, Any]:
+    case_input = (_json(definition) or {}).get("input")
+    return case_input if isinstance(case_input, dict) else {}
+
+
+def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True) -> list[FailureTrial]:
+    """Every trial of the run as the failure report reads it (newest scoring and metrics);
+    `with_checks=False`: without the assertion outcomes (`checks` empty), for readers that need
+    only the answers, contexts and correctness (the decomposition and its advice).
+
+    Each distinct stored text is parsed once: repeats store the same case definition and, when
+    the model answers alike, the same raw and parsed output, so trials that stored equal texts
+    share the parsed values (read them, do not change them)."""
     with engine.connect() as conn:
         trials = conn.execute(text(TRIALS_SQL), {"run": run_id, "scorer": SCORER_NAME}).all()
         correct: dict[Any, Any] = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
                                     {"run": run_id}).all())
         checks: dict[int, list[CheckRow]] = {}
-        for r in conn.execute(text(ASSERTIONS_SQL), {"run": run_id}):
-            checks.setdefault(r[0], []).append(
-                CheckRow(r[1], r[7] or r[1], r[3], float(r[4]), bool(r[5]), r[6]))
+        if with_checks:
+            for r in conn.execute(text(ASSERTIONS_SQL), {"run": run_id}):
+                checks.setdefault(r[0], []).append(
+                    CheckRow(r[1], r[7] or r[1], r[3], float(r[4]), bool(r[5]), r[6]))
+    inputs: dict[str | None, dict[str, Any]] = {}
+    outputs: dict[tuple[str | None, str | None], tuple[Any, str]] = {}
     out = []
     for tid, variant, mode, repeat, case_id, slug, definition, raw, parsed, context, error, perfect in trials:
-        raw_value = _json(raw)
-        case_input = (_json(definition) or {}).get("input")
+        case_input = inputs.get(definition)
+        if case_input is None:
+            case_input = inputs[definition] = _case_input(definition)
+        read = outputs.get((raw, parsed))
+        if read is None:
+            raw_value = _json(raw)
+            read = outputs[(raw, parsed)] = (raw_value, _answer(_json(parsed), raw_value))
+        raw_value, answer = read
         out.append(FailureTrial(
-            tid, variant, mode, repeat, case_id, slug, case_input if isinstance(case_input, dict) else {},
-            raw_value, _answer(_json(parsed), raw_value), context or "", error,
+            tid, variant, mode, repeat, case_id, slug, case_input,
+            raw_value, answer, context or "", error,
             None if correct.get(tid) is None else float(correct[tid]), None if perfect is None else bool(perfect),
             tuple(checks.get(tid, ())),
         ))

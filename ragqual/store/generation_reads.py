@@ -15,9 +15,10 @@ SELECT v.name AS variant, t.mode AS mode, m.metric AS metric, SUM(m.value) AS to
 FROM metric_values m
 JOIN trials t ON t.id = m.trial_id
 JOIN variant_configs v ON v.id = t.variant_id
-WHERE m.run_id = :run {only} AND {current}
+WHERE m.run_id = :run AND m.metric IN ('correctness', 'refusalCorrectness') {only} AND {current}
 GROUP BY v.name, t.mode, m.metric
 """
+"""The sums of the two metrics a mode line shows (the other metric rows of a trial are not read)."""
 
 TRIAL_COUNTS_SQL = f"""
 SELECT v.name AS variant, t.mode AS mode, COUNT(*) AS trials, COUNT(t.error) AS errors

@@ -48,6 +48,10 @@ CHECKS_VERSION = PATTERNS_VERSION
 """The version of the refusal, leakage and think-tag assertions: their patterns' version."""
 
 
+HELD = 4096
+"""Searches and requests a RAG subject remembers for the repeats of a run (`RagSubject._search`,
+`_answer_request`); past that many they start afresh (a memo only saves work, never changes it)."""
+
 _NS = uuid.UUID("b3f0e0c4-5d1a-4f8e-9a0b-6c2d7e8f9a10")
 
 
@@ -115,6 +119,14 @@ def rag_axes(options: dict[str, Any], config: RetrievalConfig) -> tuple[Axis, ..
     )
 
 
+def _fresh(candidates: dict[str, Any]) -> dict[str, Any]:
+    """A copy of candidate lists (`RagSubject._search`) that a trial may keep as its own."""
+    others = candidates["byStrategy"]
+    return {"ids": list(candidates["ids"]), "similarities": list(candidates["similarities"]),
+            "byStrategy": {name: {"ids": list(c["ids"]), "similarities": list(c["similarities"])}
+                           for name, c in others.items()}}
+
+
 class RagSubject(Subject):
     name = "rag"
     system_prompt = prompt.RAG_SYSTEM_PROMPT
@@ -132,6 +144,8 @@ class RagSubject(Subject):
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
         self._retriever_lock = threading.Lock()
+        self._requests: dict[tuple[str, str, str, int], tuple[Variant, ChatRequest]] = {}
+        self._e2e: dict[tuple[str, RetrievalConfig], tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = {}
         self.retrieval_config = retrieval_config or RetrievalConfig()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
         self._provenance = provenance or {}
@@ -171,15 +185,29 @@ class RagSubject(Subject):
         if mode == "oracle":
             return [self.texts[d] for d in golden.relevant_doc_ids], list(golden.relevant_doc_ids), None
         if mode == "e2e":
-            retriever = self.retriever()
-            found = retriever.retrieve(query, config)
-            candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
-                                          "similarities": list(found.ranking.similarities)}
-            candidates["byStrategy"] = self._other_strategies(retriever, query, config)
-            return [found.texts[r.chunk_id] for r in found.context], [r.chunk_id for r in found.context], candidates
+            found = self._e2e.get((query, config))
+            if found is None:
+                if len(self._e2e) >= HELD:
+                    self._e2e.clear()
+                found = self._e2e.setdefault((query, config), self._search(query, config))
+            passages, ids, candidates = found
+            return list(passages), list(ids), _fresh(candidates)
         if mode == "noretrieval":
             return [], [], None
         raise InputError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+
+    def _search(self, query: str, config: RetrievalConfig) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]:
+        """What e2e retrieval hands a trial for `query` under `config`: its passages, their chunk
+        ids and the candidate lists. Remembered per (query, settings) for the subject's life, so
+        the repeats and variants of a run search once: the index does not change under a run.
+        Each trial gets its own copy of the lists (`_fresh`)."""
+        retriever = self.retriever()
+        found = retriever.retrieve(query, config)
+        candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
+                                      "similarities": list(found.ranking.similarities)}
+        candidates["byStrategy"] = self._other_strategies(retriever, query, config)
+        return (tuple(found.texts[r.chunk_id] for r in found.context), tuple(r.chunk_id for r in found.context),
+                candidates)
 
     def _other_strategies(self, retriever: Retriever, query: str,
                           config: RetrievalConfig) -> dict[str, dict[str, Any]]:
@@ -205,7 +233,7 @@ class RagSubject(Subject):
             rewrite = response.text.strip() or golden.query
             query = rewrite
         passages, ids, candidates = self._passages(golden, mode, query, self.retrieval_config_for(variant))
-        request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
+        request = self._answer_request(golden, mode, query, variant, passages, options)
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
         raw = {**without_copy(response.text, response.raw),
@@ -217,6 +245,21 @@ class RagSubject(Subject):
             rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
             cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
+
+    def _answer_request(self, golden: Golden, mode: str, query: str, variant: Variant, passages: Sequence[str],
+                        options: dict[str, Any]) -> ChatRequest:
+        """`prompt.answer_request` for a trial, the same request object for every repeat of the same
+        question, mode, search query and variant (its passages follow from those, `_passages`), so
+        the response-cache key of its repeats encodes it once (`TrialServices.cache_key`)."""
+        key = (golden.id, mode, query, id(variant))
+        held = self._requests.get(key)
+        if held is not None and held[0] is variant:
+            return held[1]
+        request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
+        if len(self._requests) >= HELD:
+            self._requests.clear()
+        self._requests[key] = (variant, request)
+        return request
 
     def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
                      services: TrialServices) -> list[str] | None:
@@ -260,6 +303,7 @@ class RagSubject(Subject):
         return prompt.mock_reply(request)
 
     metrics_version = RAG_METRICS_VERSION
+    pure_scoring = True  # the metrics read the answer, context, raw response and outcomes only
 
     def derive_metrics(self, case: Case, mode: str, output: Any, context: str | None,
                        outcomes: Sequence[Outcome], raw: Any = None) -> dict[str, float | None]:

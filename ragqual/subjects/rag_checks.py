@@ -20,6 +20,7 @@ class RefusalBehaviour:
 
     expect_refusal: bool
     kind = "rag-refusal"
+    pure = True
 
     def evaluate(self, output: Any, ctx: TrialContext) -> tuple[bool, str | None]:
         ok = answer_metrics.refusal_correct(_text(output), self.expect_refusal)
@@ -34,6 +35,7 @@ class RefusalBehaviour:
 @dataclass(frozen=True)
 class NoRetrievalNarration:
     kind = "rag-no-leakage"
+    pure = True
 
     def evaluate(self, output: Any, ctx: TrialContext) -> tuple[bool, str | None]:
         leaked = answer_metrics.leaks_retrieval(_text(output))
@@ -46,6 +48,7 @@ class NoRetrievalNarration:
 @dataclass(frozen=True)
 class NoThinkTags:
     kind = "rag-no-think-tags"
+    pure = True
 
     def evaluate(self, output: Any, ctx: TrialContext) -> tuple[bool, str | None]:
         leaked = answer_metrics.has_think_tags(_text(output))
