@@ -7,9 +7,13 @@ import json
 from typing import Any
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no insignificant white space, identical across processes."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """JSON with sorted keys and no insignificant white space, identical across processes. One
+    encoder serves every call (what `json.dumps` with these options would build each time)."""
+    return _CANONICAL.encode(value)
 
 
 def sha256_hex(data: bytes | str) -> str:
