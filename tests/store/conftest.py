@@ -131,15 +131,36 @@ def store_url(backend, request, tmp_path: Path) -> Iterator[str]:
     yield from _pg_database(request, at_head=False)
 
 
-@pytest.fixture
-def store_head_url(backend, request, tmp_path: Path) -> Iterator[str]:
-    """The URL of a fresh database already migrated to head on the backend."""
+def head_database(backend: str, request, target: Path) -> Iterator[str]:
+    """A fresh database migrated to head on the backend: a copy of the migrated template at
+    `target` on SQLite, a throwaway database on PostgreSQL."""
     if backend == "sqlite":
-        target = tmp_path / "head.db"
         shutil.copyfile(request.getfixturevalue("_migrated_template"), target)
         yield f"sqlite:///{target}"
         return
     yield from _pg_database(request, at_head=True)
+
+
+@pytest.fixture
+def store_head_url(backend, request, tmp_path: Path) -> Iterator[str]:
+    """The URL of a fresh database already migrated to head on the backend."""
+    yield from head_database(backend, request, tmp_path / "head.db")
+
+
+@pytest.fixture
+def read_back_tables(monkeypatch) -> list[str]:
+    """The tables a seal reads rows back from (`sealing.read_rows`), in order, as it happens."""
+    from ragqual.store import sealing
+
+    read: list[str] = []
+    original = sealing.read_rows
+
+    def counting(cursor, dialect, table, above=0):
+        read.append(table)
+        return original(cursor, dialect, table, above)
+
+    monkeypatch.setattr(sealing, "read_rows", counting)
+    return read
 
 
 @pytest.fixture

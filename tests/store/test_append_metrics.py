@@ -4,7 +4,6 @@ read-back on SQLite), stored and sealed exactly as a read-back seal stores and s
 from __future__ import annotations
 
 import math
-import shutil
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,12 +14,11 @@ import pytest
 from sqlalchemy import inspect
 
 from ragqual.store import runstore as runstore_module
-from ragqual.store import sealing
 from ragqual.store.records import AssertionRow, ScoreRow
 from ragqual.store.runstore import METRIC_COLUMNS, RunStore, bulk_insert_tuples, table_of
 from ragqual.store.models import MetricValue
 from ragqual.store.verify import verify
-from tests.store.conftest import _pg_database, raw_connect
+from tests.store.conftest import head_database, raw_connect
 from tests.store.helpers import add_trial, provenance
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -29,12 +27,7 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 @pytest.fixture
 def other_head_url(backend, request, tmp_path: Path) -> Iterator[str]:
     """A second fresh database at head on the same backend (the reference history)."""
-    if backend == "sqlite":
-        target = tmp_path / "reference.db"
-        shutil.copyfile(request.getfixturevalue("_migrated_template"), target)
-        yield f"sqlite:///{target}"
-        return
-    yield from _pg_database(request, at_head=True)
+    yield from head_database(backend, request, tmp_path / "reference.db")
 
 
 def _read_back_metrics(self, session, run_id, rows, now):
@@ -91,21 +84,16 @@ def _every_table(url: str) -> dict[str, list[str]]:
         con.close()
 
 
-def test_metrics_are_stored_and_sealed_as_a_read_back_seal_stores_them(store_head_url, other_head_url, monkeypatch):
+def test_metrics_are_stored_and_sealed_as_a_read_back_seal_stores_them(store_head_url, other_head_url, monkeypatch,
+                                                                      read_back_tables):
     """Every table of a history written with the metric rows kept for the seal equals, row for
     row and seal for seal, the same history written with the rows read back; on SQLite the seal
     reads back only the rows SQLite changes (NaN, -0.0) and the re-scoring's own rows."""
-    read: list[str] = []
-    original = sealing.read_rows
-
-    def counting(cursor, dialect, table, above=0):
-        read.append(table)
-        return original(cursor, dialect, table, above)
-
     with monkeypatch.context() as m:
         m.setattr(RunStore, "_insert_metrics", _read_back_metrics)
         _write_history(other_head_url, m)
-    monkeypatch.setattr(sealing, "read_rows", counting)
+    read = read_back_tables
+    read.clear()  # what the reference history read back
     _write_history(store_head_url, monkeypatch)
 
     if store_head_url.startswith("sqlite"):
@@ -121,17 +109,10 @@ def test_metrics_are_stored_and_sealed_as_a_read_back_seal_stores_them(store_hea
     assert verdict.findings == []
 
 
-def test_metrics_in_one_transaction_twice_still_seal_every_row(store_head_url, monkeypatch):
+def test_metrics_in_one_transaction_twice_still_seal_every_row(store_head_url, read_back_tables):
     """A second metric insert in one transaction (ids after the first batch's) is read back, and
     the seal covers both inserts."""
-    read: list[str] = []
-    original = sealing.read_rows
-
-    def counting(cursor, dialect, table, above=0):
-        read.append(table)
-        return original(cursor, dialect, table, above)
-
-    monkeypatch.setattr(sealing, "read_rows", counting)
+    read = read_back_tables
     store = RunStore.open(store_head_url)
     run = store.start_run("retrieval", "rag", provenance())
 

@@ -226,23 +226,15 @@ def test_returned_as_bound_only_when_sqlite_returns_the_value_as_bound():
     assert said_yes >= 12  # the ordinary columns are taken as bound
 
 
-def test_a_batch_is_sealed_from_its_bound_rows_and_verifies(store_head_url, monkeypatch):
+def test_a_batch_is_sealed_from_its_bound_rows_and_verifies(store_head_url, read_back_tables):
     """On SQLite a batch's seal digests the rows as bound, reading none of them back; rows SQLite
     would change (a NaN metric is stored as NULL, -0.0 as 0.0) are read back. Either way `verify`
     recomputes the same digests from the stored rows."""
-    from ragqual.store import sealing
-
     store = RunStore.open(store_head_url)
     run = store.start_run("generation", "rag", provenance())
     recs = records(store, run, 6)
-    read: list[str] = []
-    original = sealing.read_rows
-
-    def counting(cursor, dialect, table, above=0):
-        read.append(table)
-        return original(cursor, dialect, table, above)
-
-    monkeypatch.setattr(sealing, "read_rows", counting)
+    read = read_back_tables
+    read.clear()  # what setting the run up read back
     store.append_trials(recs[:3])
     if store_head_url.startswith("sqlite"):
         assert read == []
