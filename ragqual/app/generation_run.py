@@ -15,6 +15,7 @@ from ragqual.app.failures import run_gap_causes, run_gap_causes_and_trials
 from ragqual.app.gates import require_finished
 from ragqual.app.rag_subject import rag_subject
 from ragqual.app.resume import generation_resume_plan
+from ragqual.app.retrieval_run import settled_objects_frozen
 from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select
@@ -123,9 +124,10 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
               "modes": list(modes), "repeats": repeats, "embedder": corpus.embedder_id,
               "chunking": corpus.chunk_config.as_dict(), "cache": app.cache_mode, **label.as_params(),
               **({"axis_flags": list(axis_flags)} if axis_flags else {})}
-    outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
-                       repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
-                       argv=sys.argv, params=params, progress=progress, pricing=prices, worker=worker)
+    with settled_objects_frozen():  # the trial loop's collections skip the corpus, index and modules
+        outcome = loop.run(subject, variants, subject.cases(), store=app.store(), services=services, modes=modes,
+                           repeats=repeats, max_concurrency=max_concurrency, resume_run_id=resume, kind="generation",
+                           argv=sys.argv, params=params, progress=progress, pricing=prices, worker=worker)
     names = [v.name for v in variants]
     lines = sorted(mode_lines(app.store().engine, outcome.run_id),
                    key=lambda ln: (names.index(ln.variant) if ln.variant in names else 99,

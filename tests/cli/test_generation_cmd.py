@@ -109,3 +109,26 @@ def test_e2e_trials_store_what_the_context_held_and_a_rescore_reads_it_again(wor
     assert rescored.exit_code == 0, rescored.output
     again = db.execute(sql.replace("COUNT(*)", "COUNT(*) / 2"), (run_id,)).fetchall()
     assert {(mode, metric): (n, low, high) for mode, metric, n, low, high in again} == stored
+
+
+def test_the_trial_loop_runs_with_the_settled_objects_frozen_and_unfreezes_them(workdir, monkeypatch):
+    """The trials are run and appended with the objects that existed before the loop (modules,
+    corpus, goldens, index) out of the garbage collector's reach (`gc.freeze`, as `ragqual
+    retrieval` appends), and the loop gives them back afterwards."""
+    import gc
+
+    from ragqual.store.runstore import RunStore
+
+    seen: list[int] = []
+    original = RunStore.append_trials
+
+    def spy(self, recs):
+        seen.append(gc.get_freeze_count())
+        return original(self, recs)
+
+    monkeypatch.setattr(RunStore, "append_trials", spy)
+    before = gc.get_freeze_count()
+    result = invoke("generation", "--model", "mock", "--all-modes", "--limit", "2", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert seen and all(count > 0 for count in seen)
+    assert gc.get_freeze_count() == before == 0
