@@ -311,7 +311,9 @@ class ScoreMemo:
 
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
                   subject: Subject, scorers: Sequence[Scorer], scored: Scored | None = None,
-                  capped: Capped | None = None) -> TrialRecord:
+                  capped: Capped | None = None, raw_json: str | None = None) -> TrialRecord:
+    """The record of a trial; `raw_json`: `result.raw` as `_raw_json` encoded it (handed to the
+    store, which then writes that text instead of encoding the raw response again)."""
     case = slot.case
     if scored is None:
         scored = score_trial(subject, case, case.assertions, scorers, mode=slot.mode,
@@ -333,6 +335,8 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         metrics=dict(scored.metrics), case_id=case.id, metrics_version=scored.metrics_version,
         raw_output_bytes=None if capped is None else capped.original_bytes,
         output_truncated=None if capped is None else capped.truncated,
+        raw_output_json=raw_json if result is not None and result.raw is not None and not isinstance(result.raw, str)
+        else None,
     )
 
 
@@ -375,7 +379,8 @@ class _Trials:
             prompt = self.subject.system_prompt_for(slot.variant)
         key = None if capped.truncated else self.scores.key(slot, checked, raw_json)
         scored = self.scores.get(key)
-        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored, capped)
+        record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored, capped,
+                               raw_json if checked.raw is result.raw else None)  # a cut one is encoded anew
         if scored is None:
             self.scores.put(key, Scored(record.assertions, record.scores, dict(record.metrics), record.metrics_version))
         return _Done(slot, record, prompt)

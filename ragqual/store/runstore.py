@@ -66,6 +66,7 @@ WAL_CHECKPOINT_PAGES = 10_000  # ~40 MB of write-ahead log between checkpoints (
 WAL_CHECKPOINT_SET = "ragqual_wal_autocheckpoint"
 KNOWN_ROWS = "ragqual_known_rows"  # session.info: rows inserted with given ids, as SQLite returns them (the seal's)
 HIGH_WATER = "ragqual_high_water"  # session.info: each sealed table's highest id when the transaction took the lock
+PROMPTS_HELD = 4096  # rendered prompts whose text a store keeps (`RunStore._prompt_text`); past that, afresh
 
 
 def utcnow() -> datetime:
@@ -81,6 +82,17 @@ def _dump(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     return _JSON.encode(value)
+
+
+def _raw_output_text(rec: TrialRecord) -> str | None:
+    """A trial's `raw_output` column (before texts go by hash): `_dump` of the masked raw output,
+    or the record's `raw_output_json` when masking leaves the value as it is (the same object) and
+    the caller encoded it already (the same text: `_JSON`'s options, `TrialRecord.raw_output_json`)."""
+    raw = redact_known(rec.raw_output)
+    encoded = rec.raw_output_json
+    if encoded is not None and raw is rec.raw_output and raw is not None and not isinstance(raw, str):
+        return encoded
+    return _dump(raw)
 
 
 def table_of(model: type[Any]) -> Table:
@@ -269,6 +281,7 @@ class RunStore:
         self._texts: bool | None = None
         self._summaries: bool | None = None
         self._affinity: dict[str, dict[str, str]] = {}
+        self._prompts: dict[int, tuple[Any, str | None]] = {}  # id(rendered prompt) -> (it, its text): `_prompt_text`
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -663,9 +676,9 @@ class RunStore:
             "mode": rec.mode,
             "repeat_index": rec.repeat_index,
             **self._text_columns(session, {
-                "rendered_prompt": _dump(redact_known(rec.rendered_prompt)),
+                "rendered_prompt": self._prompt_text(rec.rendered_prompt),
                 "context": redact_known(rec.context),
-                "raw_output": _dump(redact_known(rec.raw_output)),
+                "raw_output": _raw_output_text(rec),
                 "parsed_output": _dump(redact_known(rec.parsed_output)),
             }, bodies, digests),
             "error": None if rec.error is None else redact_text(rec.error),
@@ -679,6 +692,24 @@ class RunStore:
             "created_at": now,
             **_output_cap_columns(rec),
         }
+
+    def _prompt_text(self, prompt: Any) -> str | None:
+        """A trial's `rendered_prompt` column (before texts go by hash), `_dump` of the masked
+        prompt, encoded once per prompt object while masking leaves it as it is: a subject that
+        hands every repeat of a question the same rendered prompt (the RAG subject does) has it
+        encoded once, not once per repeat. A record's values are not changed once appended; the
+        object is held with its text, so its id names it while the text is kept (PROMPTS_HELD)."""
+        masked = redact_known(prompt)
+        if masked is not prompt or prompt is None or isinstance(prompt, str):
+            return _dump(masked)
+        held = self._prompts.get(id(prompt))
+        if held is not None and held[0] is prompt:
+            return held[1]
+        text = _dump(prompt)
+        if len(self._prompts) >= PROMPTS_HELD:
+            self._prompts.clear()
+        self._prompts[id(prompt)] = (prompt, text)
+        return text
 
     def _insert_trials(self, session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert `trials` rows with one executemany; their ids in the order given. Writers hold

@@ -144,7 +144,7 @@ class RagSubject(Subject):
         self._retriever_factory = retriever
         self._retriever: Retriever | None = None
         self._retriever_lock = threading.Lock()
-        self._requests: dict[tuple[str, str, str, int], tuple[Variant, ChatRequest]] = {}
+        self._requests: dict[tuple[str, str, str, int], tuple[Variant, ChatRequest, list[dict[str, str]]]] = {}
         self._e2e: dict[tuple[str, RetrievalConfig], tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]] = {}
         self.retrieval_config = retrieval_config or RetrievalConfig()
         self.options = {**DEFAULT_OPTIONS, **(options or {})}
@@ -233,7 +233,7 @@ class RagSubject(Subject):
             rewrite = response.text.strip() or golden.query
             query = rewrite
         passages, ids, candidates = self._passages(golden, mode, query, self.retrieval_config_for(variant))
-        request = self._answer_request(golden, mode, query, variant, passages, options)
+        request, rendered = self._answer_request(golden, mode, query, variant, passages, options)
         response, key, hit = services.call(variant, request, repeat_index)
         responses.append(response)
         raw = {**without_copy(response.text, response.raw),
@@ -242,24 +242,27 @@ class RagSubject(Subject):
             raw["candidates"] = candidates
         return SubjectResult(
             output=response.text, raw=raw, telemetry=_telemetry(responses),
-            rendered_prompt=rendered_messages(request), context="\n\n".join(passages),
+            rendered_prompt=rendered, context="\n\n".join(passages),
             cache_key=key, cache_hit=hit, system_prompt=request.system,
         )
 
     def _answer_request(self, golden: Golden, mode: str, query: str, variant: Variant, passages: Sequence[str],
-                        options: dict[str, Any]) -> ChatRequest:
-        """`prompt.answer_request` for a trial, the same request object for every repeat of the same
-        question, mode, search query and variant (its passages follow from those, `_passages`), so
-        the response-cache key of its repeats encodes it once (`TrialServices.cache_key`)."""
+                        options: dict[str, Any]) -> tuple[ChatRequest, list[dict[str, str]]]:
+        """`prompt.answer_request` for a trial and its rendered messages (`rendered_messages`), the
+        same objects for every repeat of the same question, mode, search query and variant (its
+        passages follow from those, `_passages`), so the response-cache key of its repeats encodes
+        the request once (`TrialServices.cache_key`) and the run store its rendered prompt once
+        (`RunStore`, which encodes a rendered prompt once per object). Neither is changed after."""
         key = (golden.id, mode, query, id(variant))
         held = self._requests.get(key)
         if held is not None and held[0] is variant:
-            return held[1]
+            return held[1], held[2]
         request = prompt.answer_request(golden, passages, options, self.system_prompt_for(variant))
+        rendered = rendered_messages(request)
         if len(self._requests) >= HELD:
             self._requests.clear()
-        self._requests[key] = (variant, request)
-        return request
+        self._requests[key] = (variant, request, rendered)
+        return request, rendered
 
     def planned_keys(self, case: Case, variant: Variant, mode: str, repeat_index: int,
                      services: TrialServices) -> list[str] | None:

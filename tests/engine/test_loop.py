@@ -244,3 +244,29 @@ def test_a_check_changed_without_a_version_bump_is_warned_about(store, cache):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run(ToySubject([with_check(2)]), store, cache)
+
+
+def test_the_store_is_handed_the_raw_response_as_the_loop_encoded_it_and_a_cut_one_is_left_to_encode(
+        store, cache, monkeypatch):
+    """Each trial's raw response is encoded once: the record carries the loop's text
+    (`TrialRecord.raw_output_json`, exactly what the store's encoding gives), except for a raw
+    response the output cap cut, whose text the loop never encoded."""
+    from ragqual.engine.output_cap import CAP_ENV
+    from ragqual.store.runstore import RunStore
+
+    handed = []
+    original = RunStore.append_trials
+
+    def spy(self, recs):
+        handed.extend(recs)
+        return original(self, recs)
+
+    monkeypatch.setattr(RunStore, "append_trials", spy)
+    run(ToySubject(cases(2)), store, cache)
+    assert len(handed) == 2
+    for rec in handed:
+        assert rec.raw_output_json == json.dumps(rec.raw_output, ensure_ascii=False, sort_keys=True)
+    handed.clear()
+    monkeypatch.setenv(CAP_ENV, "1024")
+    run(ToySubject([echo_case("long", "x" * 5000)]), store, cache)
+    assert len(handed) == 1 and handed[0].output_truncated and handed[0].raw_output_json is None

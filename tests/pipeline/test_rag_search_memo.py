@@ -115,3 +115,24 @@ def test_the_repeats_of_a_question_send_one_request_encoded_once(tmp_path, monke
         cache.close()
     assert len(encoded) == 2  # one request per mode, whatever the repeat
     assert len({t.cache_key for t in got}) == 6  # the repeat index still makes each key its own
+
+
+def test_the_repeats_of_a_question_share_one_rendered_prompt_equal_to_a_fresh_one(tmp_path):
+    """The rendered prompt of a question's repeats is one object (so the run store encodes it once,
+    `RunStore._prompt_text`), equal to what a subject with nothing remembered renders."""
+    subject = subject_with(CountingRetriever())
+    variant = Variant("mock", "mock")
+    cache = ResponseCache.at(tmp_path / "cache")
+    try:
+        services = services_for(subject, cache)
+        case = subject.cases()[0]
+        got = {mode: [subject.run_one(case, variant, mode, r, services) for r in range(3)] for mode in ("oracle", "e2e")}
+    finally:
+        cache.close()
+    for mode, repeats in got.items():
+        assert all(t.rendered_prompt is repeats[0].rendered_prompt for t in repeats)
+        fresh = trials_one(subject_with(CountingRetriever()), tmp_path / f"fresh-{mode}", variant, 2, case.id) \
+            if mode == "e2e" else None
+        if fresh is not None:
+            assert fresh.rendered_prompt == repeats[0].rendered_prompt
+    assert got["oracle"][0].rendered_prompt is not got["e2e"][0].rendered_prompt

@@ -246,3 +246,71 @@ def test_a_batch_is_sealed_from_its_bound_rows_and_verifies(store_head_url, read
     store.add_event(run, "finished")
     verdict = verify(store.engine)
     assert verdict.findings == [] and run in verdict.sealed_runs
+
+
+def _texts(url: str, run_id: int) -> list[tuple]:
+    """Each trial's rendered prompt and raw output as stored (inline or by hash: `v_trial_texts`)."""
+    con = raw_connect(url)
+    try:
+        cur = con.cursor()
+        cur.execute(f"SELECT x.rendered_prompt, x.raw_output FROM v_trial_texts x JOIN trials t ON t.id = x.trial_id "
+                    f"WHERE t.run_id = {run_id} ORDER BY t.id")
+        return cur.fetchall()
+    finally:
+        con.close()
+
+
+def test_the_raw_output_text_the_loop_encoded_is_written_as_given_unless_masking_changes_the_value(store_head_url):
+    """`raw_output_json` is the text the store writes for the raw output (built here to differ from
+    what encoding the value would give, to show it is used); a credential found in the value is
+    masked, the value encoded again, and the given text not used."""
+    import json
+
+    from ragqual.core.redact import forget_secrets, remember_secret
+
+    store = RunStore(RunStore.open(store_head_url).engine, clock=lambda: T0)
+    run_id = store.start_run("generation", "rag", provenance())
+    recs = records(store, run_id, 3)
+    given = [replace(r, raw_output=({"text": "sk-test-SECRET-0123456789"} if i == 2 else r.raw_output),
+                     raw_output_json=f'{{"given": {i}}}') for i, r in enumerate(recs)]
+    store.append_trials(given[:2])
+    remember_secret("sk-test-SECRET-0123456789")
+    try:
+        store.append_trials(given[2:])
+    finally:
+        forget_secrets()
+    raws = [raw for _, raw in _texts(store_head_url, run_id)]
+    assert raws[:2] == ['{"given": 0}', '{"given": 1}']
+    assert json.loads(raws[2]) == {"text": "***"}
+    # without a given text, the value is encoded as before
+    other = store.start_run("generation", "rag", provenance())
+    store.append_trials([replace(r, run_id=other) for r in recs])
+    assert [raw for _, raw in _texts(store_head_url, other)] == [
+        json.dumps(r.raw_output, ensure_ascii=False, sort_keys=True) for r in recs]
+
+
+def test_a_rendered_prompt_object_is_encoded_once_and_stored_as_each_copy_would_be(store_head_url, monkeypatch):
+    """The repeats of a question share one rendered prompt object (the RAG subject hands them the
+    same): the store encodes it once, across batches, and stores the text an equal copy gets."""
+    from ragqual.store import runstore
+
+    store = RunStore(RunStore.open(store_head_url).engine, clock=lambda: T0)
+    run_id = store.start_run("generation", "rag", provenance())
+    shared = [{"role": "user", "content": "the shared question? é " * 5}]
+    recs = [replace(r, rendered_prompt=shared, repeat_index=0) for r in records(store, run_id, 3)]
+    encoded: list[object] = []
+    real = runstore._JSON
+
+    class Counting:
+        def encode(self, value):
+            encoded.append(value)
+            return real.encode(value)
+
+    monkeypatch.setattr(runstore, "_JSON", Counting())
+    store.append_trials(recs[:2])
+    store.append_trials(recs[2:])
+    assert sum(value is shared for value in encoded) == 1
+    copies = store.start_run("generation", "rag", provenance())
+    store.append_trials([replace(r, run_id=copies, rendered_prompt=[dict(m) for m in shared]) for r in recs])
+    assert sum(value is not shared and value == shared for value in encoded) == 3  # equal copies: each encoded
+    assert [p for p, _ in _texts(store_head_url, run_id)] == [p for p, _ in _texts(store_head_url, copies)]
