@@ -311,7 +311,8 @@ class ScoreMemo:
 
 def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: str | None,
                   subject: Subject, scorers: Sequence[Scorer], scored: Scored | None = None,
-                  capped: Capped | None = None, raw_json: str | None = None) -> TrialRecord:
+                  capped: Capped | None = None, raw_json: str | None = None,
+                  system_prompt_id: int | None = None) -> TrialRecord:
     """The record of a trial; `raw_json`: `result.raw` as `_raw_json` encoded it (handed to the
     store, which then writes that text instead of encoding the raw response again)."""
     case = slot.case
@@ -323,7 +324,7 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
     t = result.telemetry if result is not None else None
     return TrialRecord(
         run_id=run_id, case_pk=slot.case_pk, variant_id=slot.variant_id, mode=slot.mode,
-        repeat_index=slot.repeat_index, system_prompt_id=None,
+        repeat_index=slot.repeat_index, system_prompt_id=system_prompt_id,
         rendered_prompt=result.rendered_prompt if result else None,
         context=result.context if result else None,
         raw_output=result.raw if result else None, parsed_output=result.output if result else None,
@@ -380,18 +381,22 @@ class _Trials:
         key = None if capped.truncated else self.scores.key(slot, checked, raw_json)
         scored = self.scores.get(key)
         record = _trial_record(self.run_id, slot, checked, None, self.subject, self.scorers, scored, capped,
-                               raw_json if checked.raw is result.raw else None)  # a cut one is encoded anew
+                               raw_json if checked.raw is result.raw else None,  # a cut one is encoded anew
+                               self._prompt_ids.get(prompt) if prompt else None)
         if scored is None:
             self.scores.put(key, Scored(record.assertions, record.scores, dict(record.metrics), record.metrics_version))
         return _Done(slot, record, prompt)
 
     def prepare(self, done: _Done) -> TrialRecord:
-        """The record to append, its system prompt interned (once per prompt)."""
+        """The record to append, its system prompt interned (once per prompt). `execute` gives a
+        record the id of a prompt interned before already; only the others are copied with it."""
         record = done.record
         if done.system_prompt:
             if done.system_prompt not in self._prompt_ids:
                 self._prompt_ids[done.system_prompt] = self.store.intern_system_prompt(done.system_prompt)
-            record = replace(record, system_prompt_id=self._prompt_ids[done.system_prompt])
+            prompt_id = self._prompt_ids[done.system_prompt]
+            if record.system_prompt_id != prompt_id:
+                record = replace(record, system_prompt_id=prompt_id)
         if record.error is not None:
             self.errors += 1
         return record

@@ -270,3 +270,16 @@ def test_the_store_is_handed_the_raw_response_as_the_loop_encoded_it_and_a_cut_o
     monkeypatch.setenv(CAP_ENV, "1024")
     run(ToySubject([echo_case("long", "x" * 5000)]), store, cache)
     assert len(handed) == 1 and handed[0].output_truncated and handed[0].raw_output_json is None
+
+
+def test_a_trial_is_given_its_interned_system_prompt_id_without_copying_its_record(store, cache, monkeypatch):
+    """Only a trial whose system prompt is not interned yet has its record copied to take the id
+    (`dataclasses.replace`, ~30 fields); the others are built with it, to the same rows."""
+    calls = []
+    real = loop.replace
+    monkeypatch.setattr(loop, "replace", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
+    outcome, _ = run(ToySubject(cases(3)), store, cache, repeats=2)
+    assert outcome.trials_run == 6
+    assert [sorted(kw) for kw in calls] == [["system_prompt_id"]]  # the first trial's only
+    prompt_ids = rows(db_path(store), "SELECT DISTINCT system_prompt_id FROM trials WHERE run_id=?", outcome.run_id)
+    assert prompt_ids == rows(db_path(store), "SELECT id FROM system_prompts WHERE text='Repeat the word.'")
