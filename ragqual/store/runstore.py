@@ -66,7 +66,7 @@ WAL_CHECKPOINT_PAGES = 10_000  # ~40 MB of write-ahead log between checkpoints (
 WAL_CHECKPOINT_SET = "ragqual_wal_autocheckpoint"
 KNOWN_ROWS = "ragqual_known_rows"  # session.info: rows inserted with given ids, as SQLite returns them (the seal's)
 HIGH_WATER = "ragqual_high_water"  # session.info: each sealed table's highest id when the transaction took the lock
-PROMPTS_HELD = 4096  # rendered prompts whose text a store keeps (`RunStore._prompt_text`); past that, afresh
+ENCODINGS_HELD = 4096  # texts an `_OncePerObject` keeps; past that many it starts afresh
 
 
 def utcnow() -> datetime:
@@ -93,6 +93,27 @@ def _raw_output_text(rec: TrialRecord) -> str | None:
     if encoded is not None and raw is rec.raw_output and raw is not None and not isinstance(raw, str):
         return encoded
     return _dump(raw)
+
+
+class _OncePerObject:
+    """`encode(value)` once per object: a value handed again (the same object: the repeats of a
+    question share their rendered prompt and, scored once, their score rows) gets the text made
+    the first time. For the values of trial records, which are not changed once handed over; each
+    object is held with its text, so its id names it while the text is kept (ENCODINGS_HELD)."""
+
+    def __init__(self, encode: Callable[[Any], str | None]) -> None:
+        self._encode = encode
+        self._held: dict[int, tuple[Any, str | None]] = {}
+
+    def __call__(self, value: Any) -> str | None:
+        held = self._held.get(id(value))
+        if held is not None and held[0] is value:
+            return held[1]
+        text = self._encode(value)
+        if len(self._held) >= ENCODINGS_HELD:
+            self._held.clear()
+        self._held[id(value)] = (value, text)
+        return text
 
 
 def table_of(model: type[Any]) -> Table:
@@ -233,9 +254,11 @@ def _assertion_rows(trial_id: int, batch: str, assertions: Sequence[AssertionRow
             for a in assertions]
 
 
-def _score_rows(trial_id: int, batch: str, scores: Sequence[ScoreRow], now: datetime) -> list[tuple[Any, ...]]:
-    """A trial's `trial_scores` rows as tuples of SCORE_COLUMNS."""
-    return [(trial_id, batch, s.scorer_name, s.scorer_version, s.score, s.perfect, canonical_json(s.per_category), now)
+def _score_rows(trial_id: int, batch: str, scores: Sequence[ScoreRow], now: datetime,
+                per_category: Callable[[Any], str | None] = canonical_json) -> list[tuple[Any, ...]]:
+    """A trial's `trial_scores` rows as tuples of SCORE_COLUMNS (`per_category`: canonical_json,
+    or the same text made once per object, `_OncePerObject`)."""
+    return [(trial_id, batch, s.scorer_name, s.scorer_version, s.score, s.perfect, per_category(s.per_category), now)
             for s in scores]
 
 
@@ -281,7 +304,8 @@ class RunStore:
         self._texts: bool | None = None
         self._summaries: bool | None = None
         self._affinity: dict[str, dict[str, str]] = {}
-        self._prompts: dict[int, tuple[Any, str | None]] = {}  # id(rendered prompt) -> (it, its text): `_prompt_text`
+        self._prompts = _OncePerObject(_dump)  # rendered prompts (`_prompt_text`)
+        self._per_category = _OncePerObject(canonical_json)  # score rows' per-category scores (`append_trials`)
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -648,7 +672,7 @@ class RunStore:
             for trial_id, rec in zip(trial_ids, recs, strict=True):
                 batch = str(uuid.uuid4())
                 assertions += _assertion_rows(trial_id, batch, rec.assertions, now)
-                scores += _score_rows(trial_id, batch, rec.scores, now)
+                scores += _score_rows(trial_id, batch, rec.scores, now, self._per_category)
                 metrics += [(run_id, trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version, now)
                             for k, v in rec.metrics.items()]
             self._append_rows(session, table_of(AssertionResult), ASSERTION_COLUMNS, assertions)
@@ -697,19 +721,11 @@ class RunStore:
         """A trial's `rendered_prompt` column (before texts go by hash), `_dump` of the masked
         prompt, encoded once per prompt object while masking leaves it as it is: a subject that
         hands every repeat of a question the same rendered prompt (the RAG subject does) has it
-        encoded once, not once per repeat. A record's values are not changed once appended; the
-        object is held with its text, so its id names it while the text is kept (PROMPTS_HELD)."""
+        encoded once, not once per repeat."""
         masked = redact_known(prompt)
         if masked is not prompt or prompt is None or isinstance(prompt, str):
             return _dump(masked)
-        held = self._prompts.get(id(prompt))
-        if held is not None and held[0] is prompt:
-            return held[1]
-        text = _dump(prompt)
-        if len(self._prompts) >= PROMPTS_HELD:
-            self._prompts.clear()
-        self._prompts[id(prompt)] = (prompt, text)
-        return text
+        return self._prompts(prompt)
 
     def _insert_trials(self, session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Insert `trials` rows with one executemany; their ids in the order given. Writers hold

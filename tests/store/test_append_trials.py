@@ -314,3 +314,25 @@ def test_a_rendered_prompt_object_is_encoded_once_and_stored_as_each_copy_would_
     store.append_trials([replace(r, run_id=copies, rendered_prompt=[dict(m) for m in shared]) for r in recs])
     assert sum(value is not shared and value == shared for value in encoded) == 3  # equal copies: each encoded
     assert [p for p, _ in _texts(store_head_url, run_id)] == [p for p, _ in _texts(store_head_url, copies)]
+
+
+def test_a_score_row_shared_by_repeats_has_its_per_category_scores_encoded_once(store_head_url, monkeypatch):
+    """Repeats scored once share their score rows (`engine.loop.ScoreMemo`): their per-category
+    JSON is made once, across batches, and is the text an equal copy gets."""
+    from ragqual.store import runstore
+
+    encoded: list[object] = []
+    real = runstore.canonical_json
+    monkeypatch.setattr(runstore, "canonical_json", lambda value: encoded.append(value) or real(value))
+    store = RunStore(RunStore.open(store_head_url).engine, clock=lambda: T0)
+    run_id = store.start_run("generation", "rag", provenance())
+    shared = (ScoreRow("weighted-assertions", 1, 0.5, False, {"correctness": 0.0, "refusal": 1.0}),)
+    recs = [replace(r, scores=shared) for r in records(store, run_id, 3)]
+    store.append_trials(recs[:2])
+    store.append_trials(recs[2:])
+    assert sum(value is shared[0].per_category for value in encoded) == 1
+    copies = store.start_run("generation", "rag", provenance())
+    store.append_trials([replace(r, run_id=copies, scores=(replace(shared[0], per_category=dict(shared[0].per_category)),))
+                         for r in recs])
+    stored = {run: [row for row in content(store_head_url, run) if row[0] == "trial_scores"] for run in (run_id, copies)}
+    assert stored[run_id] == stored[copies] and stored[run_id][0][6] == '{"correctness":0.0,"refusal":1.0}'
