@@ -336,8 +336,7 @@ def _trial_record(run_id: int, slot: Slot, result: SubjectResult | None, error: 
         metrics=dict(scored.metrics), case_id=case.id, metrics_version=scored.metrics_version,
         raw_output_bytes=None if capped is None else capped.original_bytes,
         output_truncated=None if capped is None else capped.truncated,
-        raw_output_json=raw_json if result is not None and result.raw is not None and not isinstance(result.raw, str)
-        else None,
+        raw_output_json=raw_json,
     )
 
 

@@ -109,10 +109,10 @@ class TrialRecord:
     output_truncated: bool | None = None  # the stored raw output was cut to the cap
     metrics_version: int = 1  # the subject's metrics version, stored as metric_values.scorer_version
     raw_output_json: str | None = field(default=None, compare=False, repr=False)
-    """`raw_output` (neither None nor a string) as the store encodes it, `json.dumps(raw_output,
-    ensure_ascii=False, sort_keys=True)`, when the caller has that text already (the trial loop
-    encodes each raw response once, `engine.loop._raw_json`): the store writes it instead of
-    encoding the value again, unless masking a credential changes the value."""
+    """`raw_output` as JSON, `json.dumps(raw_output, ensure_ascii=False, sort_keys=True)`, when the
+    caller has that text already (the trial loop encodes each raw response once,
+    `engine.loop._raw_json`): the store writes it instead of encoding the value again, unless the
+    value is None or a string (stored as it is) or masking a credential changes it."""
 
 
 class RetrievalRow(NamedTuple):

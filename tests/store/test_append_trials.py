@@ -273,6 +273,7 @@ def test_the_raw_output_text_the_loop_encoded_is_written_as_given_unless_masking
     recs = records(store, run_id, 3)
     given = [replace(r, raw_output=({"text": "sk-test-SECRET-0123456789"} if i == 2 else r.raw_output),
                      raw_output_json=f'{{"given": {i}}}') for i, r in enumerate(recs)]
+    given[1] = replace(given[1], raw_output="a text raw output, stored as it is", raw_output_json='"quoted"')
     store.append_trials(given[:2])
     remember_secret("sk-test-SECRET-0123456789")
     try:
@@ -280,7 +281,7 @@ def test_the_raw_output_text_the_loop_encoded_is_written_as_given_unless_masking
     finally:
         forget_secrets()
     raws = [raw for _, raw in _texts(store_head_url, run_id)]
-    assert raws[:2] == ['{"given": 0}', '{"given": 1}']
+    assert raws[:2] == ['{"given": 0}', "a text raw output, stored as it is"]
     assert json.loads(raws[2]) == {"text": "***"}
     # without a given text, the value is encoded as before
     other = store.start_run("generation", "rag", provenance())
