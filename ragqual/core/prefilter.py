@@ -75,6 +75,7 @@ _Info = _Exact | _Needs
 _EMPTY = _Exact(frozenset({""}))
 _ANY = _Needs(())
 
+_PLAIN = re.compile(r"[^\\()\[\]{}|?*+.^$]+")  # a run of characters that stand for themselves
 _ZERO_WIDTH_ESCAPES = set("bBAZ")
 _CLASS_ESCAPES = set("wWsSdD")
 _CHAR_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
@@ -216,6 +217,18 @@ class _Parser:
     def _sequence(self) -> _Info:
         items: list[_Info] = []
         while self._peek() not in ("", "|", ")"):
+            plain = _PLAIN.match(self.text, self.at)
+            end = plain.end() if plain else self.at
+            if end < len(self.text) and self.text[end] in "?*+{":
+                end -= 1  # a quantifier takes the last character alone
+            if end - self.at >= 2:
+                run = self.text[self.at:end]
+                if run.isascii():  # one string: the same as the sequence of its characters
+                    items.append(_Exact(frozenset({run.lower()})))
+                else:
+                    items.extend(_literal(c) for c in run)
+                self.at = end
+                continue
             atom = self._atom()
             items.append(self._quantified(atom))
         return _concat(items)
