@@ -27,7 +27,7 @@ Needs = tuple[tuple[str, ...], ...]
 
 _STRAYS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
 _MAX_EXACT = 64  # the most strings an exact reading of an alternation keeps before it turns into needs
-_MAX_CROSS = 16  # ... of a sequence: past it, the stretch so far becomes one group and a new one starts
+_MAX_CROSS = 4  # ... of a sequence: past it, the stretch so far becomes one group and a new one starts
 _MAX_GROUPS = 2  # the most OR-groups a pattern's needs keep (the most telling ones)
 _WORDS = re.compile(r"[a-z]+")
 _SELECTIVE = 5  # a word this long is taken as rare enough: among such groups, fewer literals win
