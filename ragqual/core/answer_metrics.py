@@ -22,7 +22,6 @@ from functools import lru_cache
 import regex
 
 from ragqual.core import textmatch
-from ragqual.core.prefilter import Needs, admits, fold, need
 from ragqual.core.answer_patterns import (
     ASIDE_PATTERNS,
     CLAUSE_BREAK,
@@ -33,6 +32,7 @@ from ragqual.core.answer_patterns import (
     THINK_TAG_PATTERN,
 )
 from ragqual.core.numbers import FigureValue, figure_values, read_numbers
+from ragqual.core.prefilter import Needs, admits, fold, need
 
 
 @dataclass(frozen=True)

@@ -170,14 +170,17 @@ def _concat(items: Sequence[_Info]) -> _Info:
 
 
 def _alternate(branches: Sequence[_Info]) -> _Info:
-    if all(isinstance(b, _Exact) for b in branches):
-        union = frozenset(s for b in branches for s in b.strings)  # type: ignore[union-attr]
+    """Alternatives: exact ones unite (while small); else each branch's most telling group joins
+    one group, and a branch that needs nothing makes the whole need nothing."""
+    exact = [b.strings for b in branches if isinstance(b, _Exact)]
+    if len(exact) == len(branches):
+        union = frozenset().union(*exact)
         if len(union) <= _MAX_EXACT:
             return _Exact(union)
-    chosen = [_best(b) for b in branches]
-    if any(c is None for c in chosen):
+    chosen = [c for c in (_best(b) for b in branches) if c is not None]
+    if len(chosen) < len(branches):
         return _ANY
-    return _Needs((_minimal(s for c in chosen for s in c),))  # type: ignore[union-attr]
+    return _Needs((_minimal(s for c in chosen for s in c),))
 
 
 def _repeat(info: _Info, least: int, most: int | None) -> _Info:
