@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 import regex
@@ -30,22 +31,38 @@ from ragqual.core.answer_patterns import (
     REFUSAL_PATTERNS,
     THINK_TAG_PATTERN,
 )
-from ragqual.core.numbers import Date, Figure, Number, read_figures, read_numbers
+from ragqual.core.numbers import FigureValue, figure_values, read_numbers
+from ragqual.core.prefilter import Needs, admits, fold, need
 
 
-def _compile_all(patterns: Iterable[str]) -> tuple[regex.Pattern[str], ...]:
-    return tuple(regex.compile(p, regex.IGNORECASE) for p in patterns)
+@dataclass(frozen=True)
+class _Phrase:
+    """One bundled pattern with the literals every match of it contains (`core.prefilter`): a
+    text without them is not searched, and the pattern is compiled only when a text has them."""
+
+    source: str
+    needs: Needs
+
+    def found(self, text: str, folded: str) -> bool:
+        """`pattern.search(text)` found a match; `folded` is `prefilter.fold(text)`."""
+        return admits(self.needs, folded) and _pattern(self.source).search(text) is not None
 
 
-# Compiled on first use, not at import: `regex` parses ~60 patterns in Python, which a command
-# that imports this module only to describe cases (the retrieval tier) never needs.
+def _phrases(patterns: Iterable[str]) -> tuple[_Phrase, ...]:
+    return tuple(_Phrase(p, need(p)) for p in patterns)
+
+
+# Read on first use, not at import, and each pattern compiled on the first text that has its
+# literals: `regex` parses ~60 patterns in Python (~2 ms each), which a command that imports this
+# module only to describe cases (the retrieval tier) never needs, and which most runs' answers
+# never need either.
 _PATTERN_SETS = {"refusal": REFUSAL_PATTERNS, "hedge": HEDGE_PATTERNS, "aside": ASIDE_PATTERNS,
-                 "leak": LEAKAGE_PATTERNS}
+                 "leak": LEAKAGE_PATTERNS, "think": (THINK_TAG_PATTERN,)}
 
 
 @functools.cache
-def _patterns(kind: str) -> tuple[regex.Pattern[str], ...]:
-    return _compile_all(_PATTERN_SETS[kind])
+def _patterns(kind: str) -> tuple[_Phrase, ...]:
+    return _phrases(_PATTERN_SETS[kind])
 
 
 @functools.cache
@@ -60,9 +77,11 @@ def _fold(text: str) -> str:
     return text.replace("\u2019", "'").replace("\u2018", "'")
 
 
-def _any_match(patterns: Iterable[regex.Pattern[str]], text: str) -> bool:
-    folded = _fold(text)
-    return any(p.search(folded) for p in patterns)
+def _any_match(patterns: Iterable[_Phrase], text: str) -> bool:
+    """A pattern matches `text` with its typographic apostrophes folded (`_fold`)."""
+    plain = _fold(text)
+    folded = fold(plain)
+    return any(p.found(plain, folded) for p in patterns)
 
 
 def clauses(answer: str) -> list[str]:
@@ -81,12 +100,10 @@ def iter_clauses(answer: str) -> Iterator[str]:
 
 def clause_kind(clause: str) -> str:
     """"refusal", "hedge", "aside" or "content" (module `answer_patterns`)."""
-    if any(p.search(clause) for p in _patterns("refusal")):
-        return "refusal"
-    if any(p.search(clause) for p in _patterns("hedge")):
-        return "hedge"
-    if any(p.search(clause) for p in _patterns("aside")):
-        return "aside"
+    folded = fold(clause)
+    for kind in ("refusal", "hedge", "aside"):
+        if any(p.found(clause, folded) for p in _patterns(kind)):
+            return kind
     return "content"
 
 
@@ -148,7 +165,8 @@ def leaks_retrieval(answer: str) -> bool:
 @lru_cache(maxsize=_MEMO)
 def has_think_tags(answer: str) -> bool:
     """Reasoning markup (<think>, </reasoning>, <|thinking|>, [THINK] ...) reached the answer."""
-    return _pattern(THINK_TAG_PATTERN).search(answer) is not None
+    (think,) = _patterns("think")  # searched in the answer as written, apostrophes unfolded
+    return think.found(answer, fold(answer))
 
 
 GROUNDEDNESS_MIN_EXCLUSIVE = 10.0
@@ -159,8 +177,9 @@ def extract_numbers(text: str) -> set[float]:
     return read_numbers(text)
 
 
-def _is_claim(figure: Figure) -> bool:
-    return isinstance(figure, Date) or (isinstance(figure, Number) and figure.magnitude > GROUNDEDNESS_MIN_EXCLUSIVE)
+def _is_claim(value: FigureValue) -> bool:
+    """A date (its ISO text), or a number of magnitude above 10 (`figure_values`)."""
+    return isinstance(value, str) or abs(value) > GROUNDEDNESS_MIN_EXCLUSIVE
 
 
 def groundedness(answer: str, context: str | Sequence[str]) -> float | None:
@@ -182,12 +201,12 @@ def groundedness(answer: str, context: str | Sequence[str]) -> float | None:
 
 
 @lru_cache(maxsize=_MEMO)
-def _figures(text: str) -> frozenset[Figure]:
-    """The distinct figures of `text`, read once per distinct text (contexts repeat across
-    repeats, modes and what-if settings)."""
-    return frozenset(read_figures(text))
+def _figures(text: str) -> frozenset[FigureValue]:
+    """The distinct figures of `text` as values (`core.numbers.figure_values`), read once per
+    distinct text (contexts repeat across repeats, modes and what-if settings)."""
+    return frozenset(figure_values(text))
 
 
 @lru_cache(maxsize=_MEMO)
-def _claims(answer: str) -> frozenset[Figure]:
-    return frozenset(f for f in _figures(answer) if _is_claim(f))
+def _claims(answer: str) -> frozenset[FigureValue]:
+    return frozenset(v for v in _figures(answer) if _is_claim(v))

@@ -61,18 +61,29 @@ class Date:
 Figure = Number | Date
 
 
+FigureValue = float | str
+"""A figure as a plain value: a number's float, a date's ISO text (`figure_values`)."""
+
+
+def figure_values(text: str) -> list[FigureValue]:
+    """Every figure in `text`, in order of appearance, as its value: a `Number` as its float, a
+    `Date` as its ISO text (a version or address gives none). Two figures are equal exactly when
+    their values are (a float never equals a str), so sets of values count like sets of figures:
+    groundedness reads them without building a figure object per number."""
+    found: list[FigureValue] = []
+    for date, _dotted, sign, whole, frac in _FIGURE.findall(text):  # the groups in pattern order
+        if date:
+            found.append(date)
+        elif whole:
+            found.append(float(("-" if sign else "") + whole.replace(",", "") + frac))
+    return found
+
+
 def read_figures(text: str) -> list[Figure]:
     """Every figure in `text`, in order of appearance (a version or address gives none)."""
-    found: list[Figure] = []
-    for m in _FIGURE.finditer(text):
-        if m.group("date"):
-            found.append(Date(m.group("date")))
-        elif m.group("int"):
-            sign = "-" if m.group("sign") else ""
-            found.append(Number(float(sign + m.group("int").replace(",", "") + (m.group("frac") or ""))))
-    return found
+    return [Date(v) if isinstance(v, str) else Number(v) for v in figure_values(text)]
 
 
 def read_numbers(text: str) -> set[float]:
     """The distinct values of the numbers in `text` (dates left out)."""
-    return {f.value for f in read_figures(text) if isinstance(f, Number)}
+    return {v for v in figure_values(text) if not isinstance(v, str)}

@@ -1,7 +1,8 @@
 """The answer metrics' short cuts read exactly what the plain readings read.
 
-`is_refusal` stops at the first content clause and `groundedness` reads each distinct text's
-figures once; both are held here to the plain per-answer readings they replace (written out
+`is_refusal` stops at the first content clause, `groundedness` reads each distinct text's
+figures once as plain values, and the phrase patterns skip texts without their literals; all are
+held here to the plain per-answer readings they replace (written out
 below as they were), on the labelled table, the bundled corpus and mixed clauses.
 """
 
@@ -12,10 +13,11 @@ import random
 from pathlib import Path
 
 import pytest
+import regex
 
-from ragqual.core import answer_metrics
+from ragqual.core import answer_metrics, answer_patterns, numbers
 from ragqual.core.answer_metrics import clause_kind, clauses, groundedness, is_refusal
-from ragqual.core.numbers import Date, Number, read_figures
+from ragqual.core.numbers import Date, Figure, Number, figure_values, read_figures
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "tests" / "data" / "answer_phrases.jsonl"
@@ -94,3 +96,106 @@ def test_groundedness_equals_the_plain_reading_over_repeated_texts():
         for answer, context in pairs:
             got, want = groundedness(answer, context), plain_groundedness(answer, context)
             assert got == want and type(got) is type(want), (answer[:80], str(context)[:80])
+
+
+# The bundled phrase patterns skip a text that lacks the literals every match needs
+# (`core.prefilter`) and compile a pattern only when a text has them: held here to the plain
+# searches they replace, on the answers above, case-mangled copies and the labelled table.
+
+def _plain(patterns: tuple[str, ...]) -> list[regex.Pattern[str]]:
+    return [regex.compile(p, regex.IGNORECASE) for p in patterns]
+
+
+PLAIN = {kind: _plain(patterns) for kind, patterns in (
+    ("refusal", answer_patterns.REFUSAL_PATTERNS), ("hedge", answer_patterns.HEDGE_PATTERNS),
+    ("aside", answer_patterns.ASIDE_PATTERNS), ("leak", answer_patterns.LEAKAGE_PATTERNS))}
+PLAIN_THINK = regex.compile(answer_patterns.THINK_TAG_PATTERN, regex.IGNORECASE)
+
+
+def plain_clause_kind(clause: str) -> str:
+    for kind in ("refusal", "hedge", "aside"):
+        if any(p.search(clause) for p in PLAIN[kind]):
+            return kind
+    return "content"
+
+
+def _apostrophes(text: str) -> str:
+    return text.replace("\u2019", "'").replace("\u2018", "'")
+
+
+def _shouted(text: str) -> str:
+    """Upper case, with the letters `regex` also matches to i and s case-insensitively."""
+    return text.upper().replace("I", "\u0130", 3).replace("S", "\u017f", 3)
+
+
+PHRASE_TEXTS = ANSWERS + [_shouted(a) for a in ANSWERS[:300]] + [
+    "Based on the provided context, boil it.", "<THINK>hmm</think> 5 minutes", "[/think] done",
+    "\u25c1think\u25b7 no", "<|channel|>analysis", "I'M NOT \u017dURE", "I \u0130S NOT SURE",
+    "I'm not \u017fure, but it is 5 years.", "the KNOWLEDGE BA\u017fE says 3", "Context #2 says so"]
+
+
+def test_the_phrase_readers_equal_the_plain_searches():
+    for text in PHRASE_TEXTS:
+        for reader in (answer_metrics.is_hedge, answer_metrics.leaks_retrieval, answer_metrics.has_think_tags):
+            reader.cache_clear()
+        folded = _apostrophes(text)
+        assert answer_metrics.is_hedge(text) is any(p.search(folded) for p in PLAIN["hedge"]), text[:80]
+        assert answer_metrics.leaks_retrieval(text) is any(p.search(folded) for p in PLAIN["leak"]), text[:80]
+        assert answer_metrics.has_think_tags(text) is (PLAIN_THINK.search(text) is not None), text[:80]
+        for clause in clauses(text):
+            assert clause_kind(clause) == plain_clause_kind(clause), clause[:80]
+
+
+def test_a_text_without_their_literals_compiles_no_phrase_pattern(monkeypatch):
+    """An answer that narrates no retrieval and hedges nowhere is searched by no leakage or hedge
+    pattern: none is even compiled (the plain reading compiles and searches all 26)."""
+    compiled = []
+    real = regex.compile
+
+    def counting(pattern, flags=0, *args, **kwargs):
+        compiled.append(pattern)
+        return real(pattern, flags, *args, **kwargs)
+
+    answer_metrics._patterns.cache_clear()
+    answer_metrics._pattern.cache_clear()
+    monkeypatch.setattr(regex, "compile", counting)
+    page = ("Boil the water for one minute (three at altitude). Let it cool before you drink it; "
+            "keep it in a clean, covered container and use it within 24 hours.") * 20
+    assert not answer_metrics.leaks_retrieval.__wrapped__(page)
+    assert not answer_metrics.is_hedge.__wrapped__(page)
+    assert compiled == []
+    assert answer_metrics.leaks_retrieval.__wrapped__(page + " Based on the provided context, yes.")
+    assert 0 < len(compiled) < len(answer_patterns.LEAKAGE_PATTERNS)
+
+
+def test_groundedness_reads_figure_values_without_figure_objects(monkeypatch):
+    """`groundedness` counts plain values (`numbers.figure_values`), never building a `Number`
+    or a `Date` per figure; the answer is the one of the figures themselves."""
+    def no_figures(text):
+        raise AssertionError("groundedness built figure objects")
+
+    monkeypatch.setattr(answer_metrics, "read_figures", no_figures, raising=False)
+    answer_metrics._figures.cache_clear()
+    answer_metrics._claims.cache_clear()
+    for answer, context in _pairs()[:200]:
+        assert groundedness(answer, context) == plain_groundedness(answer, context)
+
+
+def finditer_figures(text: str) -> list[Figure]:
+    """The reading of `read_figures` before `figure_values`, one match object per figure."""
+    found: list[Figure] = []
+    for m in numbers._FIGURE.finditer(text):
+        if m.group("date"):
+            found.append(Date(m.group("date")))
+        elif m.group("int"):
+            sign = "-" if m.group("sign") else ""
+            found.append(Number(float(sign + m.group("int").replace(",", "") + (m.group("frac") or ""))))
+    return found
+
+
+def test_figure_values_read_what_the_match_objects_read():
+    assert list(numbers._FIGURE.groupindex) == ["date", "dotted", "sign", "int", "frac"]
+    for text in FIGURE_TEXTS + CORPUS + ROWS + [a for a, _ in _pairs()]:
+        want = finditer_figures(text)
+        assert read_figures(text) == want
+        assert figure_values(text) == [f.iso if isinstance(f, Date) else f.value for f in want]
