@@ -189,25 +189,28 @@ def evaluate(questions: Sequence[Question], settings: Sequence[Setting], own: Se
     context (most cut-offs do: the similarities fall in steps) share one outcome, computed once;
     a context is cut once per number of candidates its cut-off keeps (`cut_key`)."""
     out: dict[Setting, list[Outcome]] = {s: [] for s in settings}
+    plan = [(s.strategy, s.threshold, s.context_k, s, out[s]) for s in settings]
+    strategies = list(dict.fromkeys(s.strategy for s in settings))
+    for name in strategies:  # a strategy a question did not store is refused first, as setting by setting
+        for q in questions:
+            q.candidates(name)
     for q in questions:
         docs = own_docs(q, own)
         seen: dict[tuple[str, ...], Outcome] = {}
         cuts: dict[tuple[str | None, int, int], tuple[str, ...]] = {}
-        ordered: dict[str | None, list[float] | None] = {}
-        for s in settings:
-            if s.strategy not in ordered:
-                ordered[s.strategy] = _ascending(q.candidates(s.strategy)[1])
-            sims = ordered[s.strategy]
-            key = None if sims is None else cut_key(sims, s.threshold, s.context_k)
-            cut = None if key is None else cuts.get((s.strategy, *key))
+        ordered = {name: _ascending(q.candidates(name)[1]) for name in strategies}
+        for strategy, threshold, context_k, s, row in plan:
+            sims = ordered[strategy]
+            key = None if sims is None else cut_key(sims, threshold, context_k)
+            cut = None if key is None else cuts.get((strategy, *key))
             if cut is None:
                 cut = context_ids(q, s)
                 if key is not None:
-                    cuts[(s.strategy, *key)] = cut
+                    cuts[(strategy, *key)] = cut
             got = seen.get(cut)
             if got is None:
                 got = seen[cut] = _outcome(q, cut, docs, texts, matches, reader)
-            out[s].append(got)
+            row.append(got)
     return out
 
 

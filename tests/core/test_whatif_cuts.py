@@ -117,3 +117,13 @@ def test_ceiling_from_a_measured_coverage_is_the_reader_ceiling(refusal, context
     e = diagnosis.Evidence(refusal, ("boil",), ("boil#0",) if context else (), context, "", facts, ())
     coverage = None if refusal else diagnosis.fact_coverage(e, matches)
     assert diagnosis.ceiling_from(e, coverage) == diagnosis.reader_ceiling(e, matches)
+
+
+def test_the_first_missing_strategy_is_refused_as_setting_by_setting():
+    """Questions that each lack another strategy: the refusal names the first setting's strategy
+    and the first question without it, as the setting-by-setting reading did."""
+    own = Setting(None, 5)
+    a = Question("a", None, False, (), (), (), ("boil#0",), (0.9,), {"bm25": (("boil#0",), (0.9,))})
+    b = Question("b", None, False, (), (), (), ("boil#0",), (0.9,), {"hybrid": (("boil#0",), (0.9,))})
+    with pytest.raises(whatif.InputError, match="question a: no stored candidates of strategy 'hybrid'"):
+        whatif.evaluate([a, b], [own, Setting(None, 5, "hybrid"), Setting(None, 5, "bm25")], own, TEXTS, matches)
