@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from ragqual.core import textmatch
 from ragqual.core.diagnosis import (CauseCount, Evidence, cause_of, count_causes, document_recall, evidence_from,
                                     fact_coverage)
-from ragqual.store.failure_reads import FailureTrial, run_failure_trials
+from ragqual.store.failure_reads import FailureTrial, decomposition_trials, run_failure_trials
 
 NO_CONTEXT = "no-context"  # noretrieval mode: the model was given nothing by design
 
@@ -104,7 +104,8 @@ def run_gap_causes(engine: Engine, run_id: int) -> dict[str, CauseCount]:
 
 
 def run_gap_causes_and_trials(engine: Engine, run_id: int) -> tuple[dict[str, CauseCount], list[FailureTrial]]:
-    """`run_gap_causes`, with the trials it read (for the measured advice, read once for both;
-    neither reads the trials' assertion outcomes, so they are not read: `checks` is empty)."""
-    trials = run_failure_trials(engine, run_id, with_checks=False)
+    """`run_gap_causes`, with the trials it read (for the measured advice, read once for both):
+    what the two read of them alone (`decomposition_trials`: no assertion outcome, no
+    noretrieval trial, an oracle trial's outcome without its texts)."""
+    trials = decomposition_trials(engine, run_id)
     return gap_causes(trials), trials

@@ -169,7 +169,7 @@ def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[
         settings, unavailable = _recomputable(questions, _settings(thresholds, ks, own, strategies, own_strategy))
         if settings == [own] and unavailable:
             raise InputError(f"no setting asked for can be recomputed from the stored candidates: {'; '.join(unavailable)}")
-        missing = sorted({i for q in questions for s in settings for i in q.candidates(s.strategy)[0] if i not in texts})
+        missing = unknown_chunks(questions, settings, texts)
         if missing:
             raise InputError(f"the stored candidates name {len(missing)} chunk(s) this corpus does not have "
                              f"(first: {missing[0]})")
@@ -183,6 +183,14 @@ def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[
                                  whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions),
                                  unavailable, own_strategy, rewritten_questions(trials, variant, goldens)))
     return out
+
+
+def unknown_chunks(questions: Sequence[whatif.Question], settings: Sequence[whatif.Setting],
+                   texts: Mapping[str, str]) -> list[str]:
+    """The chunk ids, sorted, that the candidates `settings` cut name and `texts` lacks (each
+    strategy's candidate lists read once, however many settings cut them)."""
+    strategies = list(dict.fromkeys(s.strategy for s in settings))
+    return sorted({i for q in questions for name in strategies for i in q.candidates(name)[0] if i not in texts})
 
 
 def rewritten_questions(trials: Sequence[FailureTrial], variant: str, goldens: Mapping[str, Golden]) -> int:

@@ -116,9 +116,14 @@ def reader_ceiling(e: Evidence, matches: Matcher) -> bool:
 
     Unlike the echo mock, the ceiling does not repeat a near-miss twin's value: it is the upper
     bound of what the trial's own context allows, so a failure it passes is the reader's."""
+    return ceiling_from(e, None if e.expect_refusal else fact_coverage(e, matches))
+
+
+def ceiling_from(e: Evidence, coverage: float | None) -> bool:
+    """`reader_ceiling` from the context's `fact_coverage` when the caller measured it already
+    (the coverage is not read for an out-of-corpus question)."""
     if e.expect_refusal:
         return not e.context.strip()
-    coverage = fact_coverage(e, matches)
     if coverage is not None:
         return coverage == 1
     recall = document_recall(e)

@@ -8,12 +8,13 @@ a context into a verdict (the echo mock) is passed in by the caller.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean, median
 
 from ragqual.core import metrics
-from ragqual.core.diagnosis import Evidence, Matcher, doc_of, document_recall, fact_coverage, reader_ceiling
+from ragqual.core.diagnosis import Evidence, Matcher, ceiling_from, doc_of, document_recall, fact_coverage
 from ragqual.errors import InputError
 
 
@@ -119,13 +120,24 @@ def outcome(q: Question, setting: Setting, own: Setting, texts: Mapping[str, str
 def outcome_of(q: Question, ids: Sequence[str], own: Setting, texts: Mapping[str, str], matches: Matcher,
                reader: Reader | None = None) -> Outcome:
     """One question with the context `ids` (what `outcome` reads once it has cut the candidates)."""
+    return _outcome(q, ids, own_docs(q, own), texts, matches, reader)
+
+
+def own_docs(q: Question, own: Setting) -> list[str]:
+    """The documents of the run's own context (its own candidates cut at its own setting)."""
+    return [doc_of(q.candidate_ids[i]) for i in context_indices(q.similarities, own.threshold, own.context_k)]
+
+
+def _outcome(q: Question, ids: Sequence[str], own: Sequence[str], texts: Mapping[str, str], matches: Matcher,
+             reader: Reader | None) -> Outcome:
+    """`outcome_of` given the documents of the run's own context (the same for every setting)."""
     passages = [texts[i] for i in ids]
     e = evidence(q, ids, "\n\n".join(passages))
-    own_ids = [q.candidate_ids[i] for i in context_indices(q.similarities, own.threshold, own.context_k)]
-    lost = loses_relevant(q.relevant_docs, [doc_of(i) for i in own_ids], [doc_of(i) for i in ids])
+    coverage = fact_coverage(e, matches)  # read once: the reader ceiling is decided by it too
     return Outcome(
-        empty=not ids, lost_relevant=lost, context_recall=document_recall(e), fact_coverage=fact_coverage(e, matches),
-        reader_ceiling=float(reader_ceiling(e, matches)), reader=None if reader is None else reader(q, passages),
+        empty=not ids, lost_relevant=loses_relevant(q.relevant_docs, own, [doc_of(i) for i in ids]),
+        context_recall=document_recall(e), fact_coverage=coverage,
+        reader_ceiling=float(ceiling_from(e, coverage)), reader=None if reader is None else reader(q, passages),
     )
 
 
@@ -153,19 +165,51 @@ def aggregate(setting: Setting, questions: Sequence[Question], outcomes: Sequenc
     )
 
 
+def cut_key(ascending: Sequence[float], threshold: float | None, context_k: int) -> tuple[int, int] | None:
+    """What decides a context of `context_indices` over a candidate list whose similarities,
+    sorted and without NaN, are `ascending` (`_ascending`): (how many candidates reach the
+    threshold, context_k). A cut-off keeps the candidates whose similarity reaches it, and ties
+    fall on the same side, so two cut-offs that keep as many candidates keep the same ones. None
+    for a NaN threshold (it keeps nothing, and has no place in the order)."""
+    if threshold is None:
+        return len(ascending), context_k
+    if threshold != threshold:
+        return None
+    return len(ascending) - bisect_left(ascending, threshold), context_k
+
+
+def _ascending(sims: Sequence[float]) -> list[float] | None:
+    """`sims` sorted, or None when one is NaN (it sorts anywhere, so no count decides the cut)."""
+    return None if any(s != s for s in sims) else sorted(sims)
+
+
 def evaluate(questions: Sequence[Question], settings: Sequence[Setting], own: Setting, texts: Mapping[str, str],
              matches: Matcher, reader: Reader | None = None) -> dict[Setting, list[Outcome]]:
     """Every question's outcome under every setting. The settings that hand a question the same
-    context (most cut-offs do: the similarities fall in steps) share one outcome, computed once."""
-    memo: list[dict[tuple[str, ...], Outcome]] = [{} for _ in questions]
-    out: dict[Setting, list[Outcome]] = {}
-    for s in settings:
-        row = out[s] = []
-        for q, seen in zip(questions, memo):
-            ids = context_ids(q, s)
-            got = seen.get(ids)
+    context (most cut-offs do: the similarities fall in steps) share one outcome, computed once;
+    a context is cut once per number of candidates its cut-off keeps (`cut_key`)."""
+    out: dict[Setting, list[Outcome]] = {s: [] for s in settings}
+    plan = [(s.strategy, s.threshold, s.context_k, s, out[s]) for s in settings]
+    strategies = list(dict.fromkeys(s.strategy for s in settings))
+    for name in strategies:  # a strategy a question did not store is refused first, as setting by setting
+        for q in questions:
+            q.candidates(name)
+    for q in questions:
+        docs = own_docs(q, own)
+        seen: dict[tuple[str, ...], Outcome] = {}
+        cuts: dict[tuple[str | None, int, int], tuple[str, ...]] = {}
+        ordered = {name: _ascending(q.candidates(name)[1]) for name in strategies}
+        for strategy, threshold, context_k, s, row in plan:
+            sims = ordered[strategy]
+            key = None if sims is None else cut_key(sims, threshold, context_k)
+            cut = None if key is None else cuts.get((strategy, *key))
+            if cut is None:
+                cut = context_ids(q, s)
+                if key is not None:
+                    cuts[(strategy, *key)] = cut
+            got = seen.get(cut)
             if got is None:
-                got = seen[ids] = outcome_of(q, ids, own, texts, matches, reader)
+                got = seen[cut] = _outcome(q, cut, docs, texts, matches, reader)
             row.append(got)
     return out
 

@@ -15,20 +15,34 @@ from ragqual.store.queries import ALIAS_COVERED, current_metric_row
 from ragqual.store.sealed_rows import covered
 from ragqual.store.texts import resolved_sql
 
-TRIALS_SQL = f"""
-SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
-       {resolved_sql('t', 'raw_output')}, {resolved_sql('t', 'parsed_output')},
-       {resolved_sql('t', 'context')}, t.error,
-       (SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
+PERFECT_SQL = f"""(SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
           AND {covered('trial_scores', 's.id')}
-        ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1) AS perfect
+        ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1)"""
+
+
+def trials_sql(*, perfect: bool = True, modes: tuple[str, ...] | None = None, texts_of: str | None = None) -> str:
+    """The trials of a run, in id order. `perfect=False`: without the newest score (NULL);
+    `modes`: only those modes' trials; `texts_of`: only that mode's trials with their texts (raw
+    and parsed output, context; NULL for the others)."""
+    def body(column: str) -> str:
+        value = resolved_sql('t', column)
+        return value if texts_of is None else f"CASE WHEN t.mode = '{texts_of}' THEN {value} END"
+    only = "" if modes is None else f" AND t.mode IN ({', '.join(repr(m) for m in modes)})"
+    return f"""
+SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
+       {body('raw_output')}, {body('parsed_output')},
+       {body('context')}, t.error,
+       {PERFECT_SQL if perfect else 'NULL'} AS perfect
 FROM trials t
 JOIN cases c ON c.id = t.case_pk
 LEFT JOIN case_aliases a ON a.subject = c.subject AND a.alias = c.case_id AND {ALIAS_COVERED}
 JOIN variant_configs v ON v.id = t.variant_id
-WHERE t.run_id = :run AND {covered('trials', 't.id')}
+WHERE t.run_id = :run AND {covered('trials', 't.id')}{only}
 ORDER BY t.id
 """
+
+
+TRIALS_SQL = trials_sql()
 
 CORRECTNESS_SQL = """
 SELECT m.trial_id, m.value FROM metric_values m
@@ -101,7 +115,8 @@ def _case_input(definition: str | None) -> dict[str, Any]:
     return case_input if isinstance(case_input, dict) else {}
 
 
-def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True) -> list[FailureTrial]:
+def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True, sql: str = TRIALS_SQL
+                       ) -> list[FailureTrial]:
     """Every trial of the run as the failure report reads it (newest scoring and metrics);
     `with_checks=False`: without the assertion outcomes (`checks` empty), for readers that need
     only the answers, contexts and correctness (the decomposition and its advice).
@@ -110,7 +125,7 @@ def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True)
     the model answers alike, the same raw and parsed output, so trials that stored equal texts
     share the parsed values (read them, do not change them)."""
     with engine.connect() as conn:
-        trials = conn.execute(text(TRIALS_SQL), {"run": run_id, "scorer": SCORER_NAME}).all()
+        trials = conn.execute(text(sql), {"run": run_id, "scorer": SCORER_NAME}).all()
         correct: dict[Any, Any] = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
                                     {"run": run_id}).all())
         checks: dict[int, list[CheckRow]] = {}
@@ -137,3 +152,15 @@ def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True)
             tuple(checks.get(tid, ())),
         ))
     return out
+
+
+DECOMPOSITION_SQL = trials_sql(perfect=False, modes=("oracle", "e2e"), texts_of="e2e")
+
+
+def decomposition_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
+    """The trials the decomposition reads (`app.failures.gap_causes` and the measured advice):
+    the e2e trials as `run_failure_trials(with_checks=False)` reads them, but without the newest
+    score (`perfect` None); the oracle trials with what tells whether they passed (error,
+    correctness) and no texts (`raw_output` None, `answer` and `context` empty); no noretrieval
+    trial. The causes read an oracle trial's outcome alone and the advice e2e trials alone."""
+    return run_failure_trials(engine, run_id, with_checks=False, sql=DECOMPOSITION_SQL)
