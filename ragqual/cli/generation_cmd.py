@@ -8,6 +8,7 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.resume import given_label_flags
+from ragqual.app.retrieval_run import freeze_at_exit
 from ragqual.app.generation_run import (
     DEFAULTS,
     GenerationOptions,
@@ -132,6 +133,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, w
     """Run the generation tier: answers in oracle / e2e / noretrieval modes, scored without a judge.
 
     A resumed run keeps its name and tags (`--name`/`--tag key=value` typed again must equal them)."""
+    freeze_at_exit()  # the process ends with the command
     progress = progress_printer(app, "generation")
     if worker:
         progress = joined_printer(app, "generation", progress)
