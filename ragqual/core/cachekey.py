@@ -70,7 +70,7 @@ def _material(provider: str, model: str, digest: str | None, request: Any, repea
     return material
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=1024, typed=True)  # typed: a repeat of True (JSON true) is not a repeat of 1
 def key_frame(provider: str, model: str, digest: str | None, repeat_index: int) -> tuple[bytes, bytes]:
     """The UTF-8 bytes of the key material before and after the request's JSON. The same for every
     request of one model and repeat, so it is encoded once, not once per trial (a pure function

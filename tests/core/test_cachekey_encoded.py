@@ -62,3 +62,11 @@ def test_the_material_around_the_request_is_encoded_once_per_model_and_repeat():
     other = response_cache_key(provider="ollama", model="https://u:q@host/v1#m", digest="d", repeat_index=0,
                                request_json=request_json({"prompt": "question 0 é"}))
     assert other not in keys and cachekey.key_frame.cache_info().misses == 4
+
+
+def test_the_memoized_frame_tells_values_apart_that_json_tells_apart():
+    for first, second in ((1, True), (0, False), (1, 1.0)):
+        for repeat in (first, second):
+            assert response_cache_key(provider="p", model="m", digest=None, repeat_index=repeat,
+                                      request_json=request_json({"q": 1})) == \
+                response_cache_key(provider="p", model="m", digest=None, repeat_index=repeat, request_material={"q": 1})
