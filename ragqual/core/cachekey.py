@@ -10,10 +10,12 @@ material hashed holds no secret.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from functools import lru_cache
 from typing import Any
 
-from ragqual.core.hashing import canonical_json, hash_value, sha256_hex
+from ragqual.core.hashing import canonical_json, hash_value
 from ragqual.core.redact import mask_userinfo, secret_digest
 
 CACHE_KEY_VERSION = 1
@@ -37,26 +39,42 @@ def response_cache_key(
     digest: str | None,
     request_material: dict[str, Any] | None = None,
     repeat_index: int,
-    request_json: str | None = None,
+    request_json: str | bytes | None = None,
 ) -> str:
     """sha256 of the canonical JSON of the key material. The request is given as `request_material`
-    or already encoded (`request_json`, from the function of that name): the key is the same."""
+    or already encoded (`request_json`, from the function of that name, as text or its UTF-8
+    bytes): the key is the same."""
     if (request_material is None) == (request_json is None):
         raise TypeError("response_cache_key needs request_material or request_json, not both")
+    if request_json is None:
+        return hash_value(_material(provider, model, digest, request_material, repeat_index))
+    head, tail = key_frame(provider, model, digest, repeat_index)
+    hashed = hashlib.sha256(head)
+    hashed.update(request_json.encode("utf-8") if isinstance(request_json, str) else request_json)
+    hashed.update(tail)
+    return hashed.hexdigest()
+
+
+def _material(provider: str, model: str, digest: str | None, request: Any, repeat_index: int) -> dict[str, Any]:
     material = {
         "v": CACHE_KEY_VERSION,
         "provider": provider,
         "model": mask_userinfo(model),  # not the registry: a key never depends on what was read before
         "digest": digest,
-        "request": request_material if request_json is None else _SLOT,
+        "request": request,
         "repeat": repeat_index,
     }
     credentials = secret_digest(model)
     if credentials is not None:  # a model URL with userinfo: its hash, never the secret itself
         material["credentials"] = credentials
-    if request_json is None:
-        return hash_value(material)
-    # "request" sorts last but for "v", a number: the slot's last occurrence is the request's place
-    head, _, tail = _CANONICAL.encode(material).rpartition(_SLOT_JSON)
-    return sha256_hex(head + request_json + tail)
+    return material
 
+
+@lru_cache(maxsize=1024, typed=True)  # typed: a repeat of True (JSON true) is not a repeat of 1
+def key_frame(provider: str, model: str, digest: str | None, repeat_index: int) -> tuple[bytes, bytes]:
+    """The UTF-8 bytes of the key material before and after the request's JSON. The same for every
+    request of one model and repeat, so it is encoded once, not once per trial (a pure function
+    of its arguments: the memo cannot change a key)."""
+    # "request" sorts last but for "v", a number: the slot's last occurrence is the request's place
+    head, _, tail = _CANONICAL.encode(_material(provider, model, digest, _SLOT, repeat_index)).rpartition(_SLOT_JSON)
+    return head.encode("utf-8"), tail.encode("utf-8")

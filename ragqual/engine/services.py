@@ -64,7 +64,7 @@ class TrialServices:
         self._warmed: set[str] = set()
         self._lock = threading.Lock()
         self._warm_lock = threading.Lock()
-        self._encoded: dict[tuple[int, int], tuple[ChatRequest, Variant, str]] = {}
+        self._encoded: dict[tuple[int, int], tuple[ChatRequest, Variant, bytes]] = {}
         self.model_calls = 0
         self.cache_hits = 0
         self.warm_ups = 0
@@ -107,8 +107,8 @@ class TrialServices:
             request_json=self._request_json(variant, request), repeat_index=repeat_index,
         )
 
-    def _request_json(self, variant: Variant, request: ChatRequest) -> str:
-        """The canonical JSON of what the key reads of `request` (`cache_key`), encoded once per
+    def _request_json(self, variant: Variant, request: ChatRequest) -> bytes:
+        """The canonical JSON of what the key reads of `request` (`cache_key`), as UTF-8, encoded once per
         request object and variant: a subject that hands every repeat the same request (the RAG
         subject does) has its long prompt encoded once, not once per repeat."""
         key = (id(request), id(variant))
@@ -119,7 +119,7 @@ class TrialServices:
         if variant.axes:
             material = {**material, "options": key_options(request.options, self.axes),
                         "axes": dict(sorted(variant.axes.items()))}
-        encoded = request_json(material)
+        encoded = request_json(material).encode("utf-8")
         if len(self._encoded) >= _ENCODED_HELD:
             self._encoded.clear()
         self._encoded[key] = (request, variant, encoded)

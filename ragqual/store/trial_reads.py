@@ -267,13 +267,12 @@ def assertion_defs(engine: Engine, assertion_ids: list[str]) -> list[AssertionDe
     """Every stored version of these assertions, in the order they were first recorded."""
     if not assertion_ids:
         return []
-    query = select(AssertionDef).where(AssertionDef.assertion_id.in_(assertion_ids)).order_by(AssertionDef.id)
-    with Session(engine) as session:
-        return [
-            AssertionDefRow(d.assertion_id, d.version, d.sha256, d.category, d.weight, d.name,
-                            json.loads(d.definition))
-            for d in session.execute(query).scalars()
-        ]
+    # plain columns, not ORM objects: a run reads every assertion of its cases here
+    query = (select(AssertionDef.assertion_id, AssertionDef.version, AssertionDef.sha256, AssertionDef.category,
+                    AssertionDef.weight, AssertionDef.name, AssertionDef.definition)
+             .where(AssertionDef.assertion_id.in_(assertion_ids)).order_by(AssertionDef.id))
+    with engine.connect() as connection:
+        return [AssertionDefRow(*row[:6], json.loads(row[6])) for row in connection.execute(query)]
 
 
 @dataclass(frozen=True)
