@@ -7,6 +7,7 @@ noretrieval  no context at all (the model's parametric baseline)
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import uuid
@@ -64,10 +65,14 @@ def legacy_case_id(golden_id: str) -> str:
     return _uid(golden_id)
 
 
+@functools.lru_cache(maxsize=HELD)
 def golden_case(golden: Golden) -> Case:
     """A golden as an engine case. Its id is the golden's own id, the id the retrieval tier
     stores too, so one question has one identity in every table; assertion ids are derived from
-    the golden id and the pattern, so they never drift."""
+    the golden id and the pattern, so they never drift. Remembered per golden (by value: a case
+    is a function of the golden's fields, and neither is changed after), so the case a run built
+    is the one its decomposition's mock reader scores with (`whatif_run.mock_reader`), not a
+    second build of it."""
     checks: list[Assertion] = []
     for pattern in golden.must_include:
         checks.append(Assertion(_uid(golden.id, "include", pattern), 1, f"includes /{pattern}/",
@@ -392,11 +397,15 @@ def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float 
 
 def answer_correctness(golden: Golden, answer: str, context: str, case: Case | None = None) -> float | None:
     """`answer_scores(golden, answer, context)["correctness"]`, evaluating only the assertions it
-    reads (`case`: the golden's case, when the caller built it once)."""
-    from ragqual.engine.scorers import evaluate_all
+    reads (`case`: the golden's case, when the caller built it once), and of those only up to the
+    first that fails: `correctness` is all of them passing, so the rest cannot change it."""
+    from ragqual.engine.scorers import evaluate
 
     case = case or golden_case(golden)
     wanted = correctness_category(golden.expect_refusal)
     checks = [a for a in case.assertions if a.category == wanted]
-    passed = [e.outcome.counts_as_passed for e in evaluate_all(checks, answer, TrialContext(case=case, context=context))]
-    return _correctness(golden.expect_refusal, {wanted: passed} if passed else {})
+    if not checks:
+        return _correctness(golden.expect_refusal, {})
+    ctx = TrialContext(case=case, context=context)
+    passed = all(evaluate(a, answer, ctx).outcome.counts_as_passed for a in checks)
+    return _correctness(golden.expect_refusal, {wanted: [passed]})
