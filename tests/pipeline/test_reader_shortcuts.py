@@ -141,3 +141,12 @@ def test_correctness_with_timeouts_and_empty_cases():
     for answer in answers:
         assert rag.answer_correctness(refusal, answer, answer, _case(refusal)) is None
         assert rag.answer_correctness(refusal, answer, answer) == _full(rag.golden_case(refusal), refusal, answer)
+
+
+def test_golden_case_follows_the_checks_version(monkeypatch):
+    golden = _golden(id="versioned")
+    now = rag.golden_case(golden)
+    monkeypatch.setattr(rag, "CHECKS_VERSION", rag.CHECKS_VERSION + 1)
+    bumped = rag.golden_case(golden)
+    assert [a.version for a in bumped.assertions if a.category != "correctness"] == [rag.CHECKS_VERSION] * 3
+    assert bumped is not now and rag.golden_case(golden) is bumped
