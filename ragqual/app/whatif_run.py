@@ -69,7 +69,8 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
 
 def mock_reader(goldens: dict[str, Golden], options: dict[str, Any]) -> whatif.Reader:
     """The echo mock's correctness on a counterfactual context: its reply is a function of the
-    context alone, scored by the same assertions a run evaluates."""
+    context alone (`prompt.mock_answer`, whatever the golden and `options`), scored by the same
+    assertions a run evaluates. A golden's case is the one its run built (`golden_case` remembers)."""
     from ragqual.subjects.rag import answer_correctness, golden_case
 
     seen: dict[tuple[str, tuple[str, ...]], float | None] = {}  # many settings hand a question the same context
@@ -84,7 +85,7 @@ def mock_reader(goldens: dict[str, Golden], options: dict[str, Any]) -> whatif.R
             case = cases.get(q.case_id) or cases.setdefault(q.case_id, golden_case(golden))
             answer = replies.get(given)
             if answer is None:
-                answer = replies[given] = prompt.mock_reply(prompt.answer_request(golden, passages, options))
+                answer = replies[given] = prompt.mock_answer(given)
             seen[key] = answer_correctness(golden, answer, "\n\n".join(passages), case)
         return seen[key]
 

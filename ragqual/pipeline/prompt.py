@@ -7,7 +7,8 @@ perfect reader could do with what retrieval delivered (the extractive ceiling).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterable, Sequence
 
 from ragqual.vocab import ChatMessage, ChatRequest
 from ragqual.core.goldens import Golden
@@ -77,4 +78,29 @@ def mock_reply(request: ChatRequest) -> str:
     context = injected_context(request)
     if not context:
         return MOCK_DECLINE
-    return " ".join(line.split("] ", 1)[-1] if line.startswith("[") else line for line in context.splitlines() if line.strip())
+    return _echo(context.splitlines())
+
+
+def _echo(lines: Iterable[str]) -> str:
+    """The echo mock's answer from its context's lines: each non-blank line, a `[n] ` label cut."""
+    return " ".join(line.split("] ", 1)[-1] if line.startswith("[") else line for line in lines if line.strip())
+
+
+def mock_answer(passages: Sequence[str]) -> str:
+    """`mock_reply(answer_request(golden, passages, options))` for any golden and options, without
+    building the request: the echo reads only the context block, which the block's own close ends
+    before the question. When every passage is non-blank and none holds `CONTEXT_CLOSE` (which
+    would end the block early), the reply is each numbered passage's echo joined by a space, and
+    a passage's echo is remembered (`_echoed`): contexts share their chunks. Any other context goes
+    the long way, through `mock_reply` itself."""
+    texts = [p.strip() for p in passages]
+    if texts and all(texts) and not any(CONTEXT_CLOSE in t for t in texts):
+        return " ".join(map(_echoed, texts))
+    return mock_reply(ChatRequest(system=RAG_SYSTEM_PROMPT, messages=(ChatMessage("user", context_block(passages)),),
+                                  options={}))
+
+
+@functools.lru_cache(maxsize=4096)
+def _echoed(text: str) -> str:
+    """One stripped, non-blank passage's share of the echo: the lines of its numbered block entry."""
+    return _echo(context_block([text]).splitlines()[1:-1])

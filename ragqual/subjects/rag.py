@@ -7,6 +7,7 @@ noretrieval  no context at all (the model's parametric baseline)
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import uuid
@@ -67,7 +68,15 @@ def legacy_case_id(golden_id: str) -> str:
 def golden_case(golden: Golden) -> Case:
     """A golden as an engine case. Its id is the golden's own id, the id the retrieval tier
     stores too, so one question has one identity in every table; assertion ids are derived from
-    the golden id and the pattern, so they never drift."""
+    the golden id and the pattern, so they never drift. Remembered per golden and checks version
+    (by value: a case is a function of those, and neither is changed after), so the case a run
+    built is the one its decomposition's mock reader scores with (`whatif_run.mock_reader`), not
+    a second build of it."""
+    return _golden_case(golden, CHECKS_VERSION)
+
+
+@functools.lru_cache(maxsize=HELD)
+def _golden_case(golden: Golden, checks_version: int) -> Case:
     checks: list[Assertion] = []
     for pattern in golden.must_include:
         checks.append(Assertion(_uid(golden.id, "include", pattern), 1, f"includes /{pattern}/",
@@ -75,11 +84,11 @@ def golden_case(golden: Golden) -> Case:
     for pattern in golden.must_not_include:
         checks.append(Assertion(_uid(golden.id, "exclude", pattern), 1, f"excludes /{pattern}/",
                                 RegexExcludes(pattern), category="correctness"))
-    checks.append(Assertion(_uid(golden.id, "refusal"), CHECKS_VERSION, "declines only out-of-corpus questions",
+    checks.append(Assertion(_uid(golden.id, "refusal"), checks_version, "declines only out-of-corpus questions",
                             RefusalBehaviour(golden.expect_refusal), category="refusal"))
-    checks.append(Assertion(_uid(golden.id, "leakage"), CHECKS_VERSION, "does not narrate retrieval",
+    checks.append(Assertion(_uid(golden.id, "leakage"), checks_version, "does not narrate retrieval",
                             NoRetrievalNarration(), category="leakage", weight=0))
-    checks.append(Assertion(_uid(golden.id, "think"), CHECKS_VERSION, "no reasoning tags", NoThinkTags(),
+    checks.append(Assertion(_uid(golden.id, "think"), checks_version, "no reasoning tags", NoThinkTags(),
                             category="think-tags", weight=0))
     return Case(id=golden.id, slug=golden.id, input=golden.to_json_dict(), assertions=tuple(checks),
                 source=golden.source, tags=golden.tags, meta={"goldenId": golden.id})
@@ -392,11 +401,15 @@ def answer_scores(golden: Golden, answer: str, context: str) -> dict[str, float 
 
 def answer_correctness(golden: Golden, answer: str, context: str, case: Case | None = None) -> float | None:
     """`answer_scores(golden, answer, context)["correctness"]`, evaluating only the assertions it
-    reads (`case`: the golden's case, when the caller built it once)."""
-    from ragqual.engine.scorers import evaluate_all
+    reads (`case`: the golden's case, when the caller built it once), and of those only up to the
+    first that fails: `correctness` is all of them passing, so the rest cannot change it."""
+    from ragqual.engine.scorers import evaluate
 
     case = case or golden_case(golden)
     wanted = correctness_category(golden.expect_refusal)
     checks = [a for a in case.assertions if a.category == wanted]
-    passed = [e.outcome.counts_as_passed for e in evaluate_all(checks, answer, TrialContext(case=case, context=context))]
-    return _correctness(golden.expect_refusal, {wanted: passed} if passed else {})
+    if not checks:
+        return _correctness(golden.expect_refusal, {})
+    ctx = TrialContext(case=case, context=context)
+    passed = all(evaluate(a, answer, ctx).outcome.counts_as_passed for a in checks)
+    return _correctness(golden.expect_refusal, {wanted: [passed]})
