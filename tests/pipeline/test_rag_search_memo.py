@@ -98,21 +98,26 @@ def test_a_trial_cannot_change_what_the_next_one_is_given(tmp_path):
     assert repr(second.raw) == before
 
 
-def test_the_repeats_of_a_question_send_one_request_encoded_once(tmp_path, monkeypatch):
-    from ragqual.engine import services as services_module
-
-    encoded = []
-    real = services_module.request_json
-    monkeypatch.setattr(services_module, "request_json", lambda material: encoded.append(1) or real(material))
+def _repeats_of_one_question(tmp_path) -> dict:
+    """Three repeats of the first question in oracle and e2e mode, one subject and cache: mode -> trials."""
     subject = subject_with(CountingRetriever())
     variant = Variant("mock", "mock")
     cache = ResponseCache.at(tmp_path / "cache")
     try:
         services = services_for(subject, cache)
         case = subject.cases()[0]
-        got = [subject.run_one(case, variant, mode, r, services) for r in range(3) for mode in ("oracle", "e2e")]
+        return {mode: [subject.run_one(case, variant, mode, r, services) for r in range(3)] for mode in ("oracle", "e2e")}
     finally:
         cache.close()
+
+
+def test_the_repeats_of_a_question_send_one_request_encoded_once(tmp_path, monkeypatch):
+    from ragqual.engine import services as services_module
+
+    encoded = []
+    real = services_module.request_json
+    monkeypatch.setattr(services_module, "request_json", lambda material: encoded.append(1) or real(material))
+    got = [t for trials in _repeats_of_one_question(tmp_path).values() for t in trials]
     assert len(encoded) == 2  # one request per mode, whatever the repeat
     assert len({t.cache_key for t in got}) == 6  # the repeat index still makes each key its own
 
@@ -120,15 +125,8 @@ def test_the_repeats_of_a_question_send_one_request_encoded_once(tmp_path, monke
 def test_the_repeats_of_a_question_share_one_rendered_prompt_equal_to_a_fresh_one(tmp_path):
     """The rendered prompt of a question's repeats is one object (so the run store encodes it once,
     `RunStore._prompt_text`), equal to what a subject with nothing remembered renders."""
-    subject = subject_with(CountingRetriever())
-    variant = Variant("mock", "mock")
-    cache = ResponseCache.at(tmp_path / "cache")
-    try:
-        services = services_for(subject, cache)
-        case = subject.cases()[0]
-        got = {mode: [subject.run_one(case, variant, mode, r, services) for r in range(3)] for mode in ("oracle", "e2e")}
-    finally:
-        cache.close()
+    got = _repeats_of_one_question(tmp_path)
+    case, variant = subject_with(CountingRetriever()).cases()[0], Variant("mock", "mock")
     for mode, repeats in got.items():
         assert all(t.rendered_prompt is repeats[0].rendered_prompt for t in repeats)
         fresh = trials_one(subject_with(CountingRetriever()), tmp_path / f"fresh-{mode}", variant, 2, case.id) \

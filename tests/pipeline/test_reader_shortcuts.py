@@ -20,6 +20,7 @@ from ragqual.engine.assertions import Assertion, RegexExcludes, RegexIncludes, T
 from ragqual.engine.cases import Case
 from ragqual.pipeline import prompt
 from ragqual.subjects import rag
+from tests.pipeline.test_answer_correctness import _golden
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = {p.stem: p.read_text(encoding="utf-8") for p in sorted((ROOT / "corpus").glob("*.md"))}
@@ -37,13 +38,6 @@ EDGE_PASSAGES = [
     ["windows\r\nline\rends", "unicode\u2028separator\x85next\x1cfs", "\x0bvertical\x0cfeed"],
     ["] leading bracket", "[", "[]", "[ ] x", "]"],
 ]
-
-
-def _golden(**over) -> Golden:
-    base = dict(id="g1", query="How long do I boil water?", turns=(), relevant_doc_ids=("water-boiling",),
-                must_include=(r"\b(1|one) minute",), must_not_include=("distill",), expect_refusal=False, tags=())
-    base.update(over)
-    return Golden(**base)
 
 
 QUESTION_GOLDENS = [
