@@ -24,6 +24,7 @@ INTENDED = {
     "ragqual.adapters.retry.Retryable": "one failed attempt; with_retries retries it or raises ModelCallFailed",
     "ragqual.adapters.ollama_chat._Malformed": "an unusable reply, turned into a Retryable by the same method",
     "ragqual.adapters.cache.UnsafeEntry": "raised inside diskcache's fetch; the cache logs it as a miss",
+    "ragqual.core.prefilter._Unsupported": "syntax the literal reading does not model; caught by `need`, which then needs nothing",
 }
 
 

@@ -53,7 +53,7 @@ def admits(needs: Needs, folded: str) -> bool:
     return True
 
 
-class Unsupported(Exception):
+class _Unsupported(Exception):
     """The pattern uses syntax this reading does not model: it needs nothing."""
 
 
@@ -86,7 +86,7 @@ def need(pattern: str) -> Needs:
     () when nothing is known."""
     try:
         info = _Parser(pattern).parse()
-    except Unsupported:
+    except _Unsupported:
         return ()
     groups = set(_groups(info))
     shared = {_common(g) for g in groups if len(g) > 1}
@@ -195,7 +195,7 @@ def _repeat(info: _Info, least: int, most: int | None) -> _Info:
 
 class _Parser:
     """A recursive reading of the `regex` syntax the bundled patterns use; anything else raises
-    Unsupported."""
+    _Unsupported."""
 
     def __init__(self, pattern: str):
         self.text = pattern
@@ -204,7 +204,7 @@ class _Parser:
     def parse(self) -> _Info:
         info = self._alternation()
         if self.at != len(self.text):
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         return info
 
     def _peek(self) -> str:
@@ -253,17 +253,17 @@ class _Parser:
         if self._peek() in ("?", "+"):  # lazy or possessive: the same strings can match
             self.at += 1
         if self._peek() in ("?", "*", "+", "{"):
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         return _repeat(atom, least, most)
 
     def _braces(self) -> tuple[int, int | None]:
         end = self.text.find("}", self.at)
         if end < 0:
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         body = self.text[self.at + 1:end]
         low, comma, high = body.partition(",")
         if not low.isdigit() or (high and not high.isdigit()) or (not comma and high):
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         self.at = end + 1
         return int(low), (int(high) if high else (None if comma else int(low)))
 
@@ -281,7 +281,7 @@ class _Parser:
         if char == ".":
             return _ANY
         if char in ("?", "*", "+", "{", ")"):
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         return _literal(char)
 
     def _group(self) -> _Info:
@@ -299,17 +299,17 @@ class _Parser:
             elif head.startswith("?P<"):
                 self._skip_name(self.at + 3)
             else:
-                raise Unsupported(self.text)
+                raise _Unsupported(self.text)
         inner = self._alternation()
         if self._peek() != ")":
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         self.at += 1
         return _EMPTY if zero_width else inner
 
     def _skip_name(self, start: int) -> None:
         end = self.text.find(">", start)
         if end < 0 or not self.text[start:end].isidentifier():
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         self.at = end + 1
 
     def _class(self) -> _Info:
@@ -317,10 +317,10 @@ class _Parser:
         start = self.at + (1 if self.text.startswith("^", self.at) else 0)
         end = self.text.find("]", start + 1 if self.text.startswith("]", start) else start)
         if end < 0:
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         body = self.text[self.at:end]
         if "\\" in body or "[" in body:
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         self.at = end + 1
         if body.startswith("^") or "-" in body:
             return _ANY
@@ -332,7 +332,7 @@ class _Parser:
     def _escape(self) -> _Info:
         char = self._peek()
         if not char:
-            raise Unsupported(self.text)
+            raise _Unsupported(self.text)
         self.at += 1
         if char in _ZERO_WIDTH_ESCAPES:
             return _EMPTY
@@ -341,7 +341,7 @@ class _Parser:
         if char in ("p", "P"):  # a Unicode property, \p{L}
             end = self.text.find("}", self.at)
             if not self.text.startswith("{", self.at) or end < 0:
-                raise Unsupported(self.text)
+                raise _Unsupported(self.text)
             self.at = end + 1
             return _ANY
         if char in _CHAR_ESCAPES:
@@ -350,9 +350,9 @@ class _Parser:
             width = {"u": 4, "x": 2, "U": 8}[char]
             digits = self.text[self.at:self.at + width]
             if len(digits) != width or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise Unsupported(self.text)
+                raise _Unsupported(self.text)
             self.at += width
             return _literal(chr(int(digits, 16)))
         if char.isascii() and not char.isalnum():
             return _literal(char)
-        raise Unsupported(self.text)
+        raise _Unsupported(self.text)
