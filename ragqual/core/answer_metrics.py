@@ -43,9 +43,10 @@ class _Phrase:
     source: str
     needs: Needs
 
-    def found(self, text: str, folded: str) -> bool:
-        """`pattern.search(text)` found a match; `folded` is `prefilter.fold(text)`."""
-        return admits(self.needs, folded) and _pattern(self.source).search(text) is not None
+    def found(self, text: str, folded: str, seen: dict[str, bool] | None = None) -> bool:
+        """`pattern.search(text)` found a match; `folded` is `prefilter.fold(text)`, `seen` the
+        literal tests made on it (`prefilter.admits`)."""
+        return admits(self.needs, folded, seen) and _pattern(self.source).search(text) is not None
 
 
 def _phrases(patterns: Iterable[str]) -> tuple[_Phrase, ...]:
@@ -77,11 +78,27 @@ def _fold(text: str) -> str:
     return text.replace("\u2019", "'").replace("\u2018", "'")
 
 
+@dataclass(frozen=True)
+class _Whole:
+    """An answer as the whole-answer phrase readers search it: apostrophes folded (`_fold`), its
+    `prefilter.fold`, and the literal tests made on that so far (shared by the hedge and leakage
+    readers, whose patterns have literals in common)."""
+
+    plain: str
+    folded: str
+    seen: dict[str, bool]
+
+
+@lru_cache(maxsize=16)  # the readers of one answer run one after the other
+def _whole(answer: str) -> _Whole:
+    plain = _fold(answer)
+    return _Whole(plain, fold(plain), {})
+
+
 def _any_match(patterns: Iterable[_Phrase], text: str) -> bool:
     """A pattern matches `text` with its typographic apostrophes folded (`_fold`)."""
-    plain = _fold(text)
-    folded = fold(plain)
-    return any(p.found(plain, folded) for p in patterns)
+    whole = _whole(text)
+    return any(p.found(whole.plain, whole.folded, whole.seen) for p in patterns)
 
 
 def clauses(answer: str) -> list[str]:

@@ -42,11 +42,22 @@ def fold(text: str) -> str:
     return text.lower()
 
 
-def admits(needs: Needs, folded: str) -> bool:
-    """False when a pattern with `needs` cannot match the text whose `fold` is `folded`."""
+def admits(needs: Needs, folded: str, seen: dict[str, bool] | None = None) -> bool:
+    """False when a pattern with `needs` cannot match the text whose `fold` is `folded`.
+
+    `seen`, when given, holds the substring tests already made on `folded` and keeps the new
+    ones: patterns of one set share many literals ("document", "context" ...), and over a long
+    text each test that fails reads all of it."""
     for group in needs:
         for literal in group:
-            if literal in folded:
+            if seen is None:
+                if literal in folded:
+                    break
+                continue
+            found = seen.get(literal)
+            if found is None:
+                found = seen[literal] = literal in folded
+            if found:
                 break
         else:
             return False
