@@ -25,6 +25,7 @@ groundedness"). A figure is a signed number or an ISO date:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import regex
@@ -65,8 +66,6 @@ FigureValue = float | str
 """A figure as a plain value: a number's float, a date's ISO text (`figure_values`)."""
 
 
-# Every match of `_FIGURE` is a run of digits, commas, points and dashes that holds a digit, and
-# what it matches depends on one character before the run and one after it, no more.
 _DIGIT_RUN = regex.compile(r"([0-9][0-9,.\-\u2212]*)")
 _NON_ASCII = regex.compile(r"[^\x00-\x7f]+")
 _DIGIT = regex.compile(r"\d")
@@ -77,22 +76,40 @@ def _digits_ascii(text: str) -> bool:
     return text.isascii() or _DIGIT.search("".join(_NON_ASCII.findall(text))) is None
 
 
-def figure_stretches(text: str) -> str:
-    """`text` without the prose between its figures, read by `_FIGURE` as `text` is when every
-    digit of `text` is 0-9 (`_digits_ascii`): for each run of 0-9 and the `,.-\u2212` after
-    it, a space, the two characters before the run, and the run.
+def figure_stretches(text: str) -> list[str]:
+    """The pieces of `text` its figures are read from, when every digit of `text` is 0-9
+    (`_digits_ascii`): for each run of 0-9 and the `,.-\u2212` after it, a space, the two
+    characters before the run, and the run. `_FIGURE` finds in them, one after the other, the
+    matches it finds in `text`.
 
-    `_FIGURE` tries every position of the text, and a page is mostly letters. Its matches start
-    at a digit or at a minus sign right before one, hold only digits, `,`, `.`, `-` and `\u2212`
-    (so each lies in one run: a run goes on as far as those characters do), and read one
-    character on either side: before the start, kept here (the character before a minus sign
-    is the second one kept, or, right at the start of the text, the space, which every
-    look-behind reads as it reads no character), and after the end, which in `text` is no digit,
-    comma, point or dash and here is the space of the next stretch or the end. The characters
-    kept before a run start no match of their own: no digit stands between two runs, and a dash
-    there starts one only right before the run, as in `text`."""
+    `_FIGURE` tries every position of a text, and a page is mostly letters. Its matches start at
+    a digit or at a minus sign right before one, hold only digits, `,`, `.`, `-` and `\u2212` (so
+    each lies in one run: a run goes on as far as those characters do), and read one character
+    on either side: before the start, kept here (before a minus sign it is the first character
+    kept, or, at the start of the text, the space, which every look-behind reads as it reads no
+    character), and after the end, which in `text` is no digit, comma, point or dash, and here
+    is the end of the piece. The characters kept before a run start no match of their own: no
+    digit stands between two runs, and a dash there starts one only right before the run, as in
+    `text`."""
     parts = _DIGIT_RUN.split(text)  # [before the 1st run, 1st run, between, 2nd run, ..., after the last]
-    return "".join([" " + before[-2:] + run for before, run in zip(parts[::2], parts[1::2])])
+    return [" " + before[-2:] + run for before, run in zip(parts[::2], parts[1::2])]
+
+
+def _values(matches: list[tuple[str, str, str, str, str]]) -> list[FigureValue]:
+    found: list[FigureValue] = []
+    for date, _dotted, sign, whole, frac in matches:  # the groups in pattern order
+        if date:
+            found.append(date)
+        elif whole:
+            found.append(float(("-" if sign else "") + whole.replace(",", "") + frac))
+    return found
+
+
+@functools.lru_cache(maxsize=8192)
+def _stretch_values(stretch: str) -> tuple[FigureValue, ...]:
+    """The figures of one of `figure_stretches`: read once per distinct stretch (a page repeats
+    its figures, "2 cups", "1 minute", and texts repeat pages)."""
+    return tuple(_values(_FIGURE.findall(stretch)))
 
 
 def figure_values(text: str) -> list[FigureValue]:
@@ -100,13 +117,11 @@ def figure_values(text: str) -> list[FigureValue]:
     `Date` as its ISO text (a version or address gives none). Two figures are equal exactly when
     their values are (a float never equals a str), so sets of values count like sets of figures:
     groundedness reads them without building a figure object per number."""
+    if not _digits_ascii(text):
+        return _values(_FIGURE.findall(text))
     found: list[FigureValue] = []
-    read = figure_stretches(text) if _digits_ascii(text) else text
-    for date, _dotted, sign, whole, frac in _FIGURE.findall(read):  # the groups in pattern order
-        if date:
-            found.append(date)
-        elif whole:
-            found.append(float(("-" if sign else "") + whole.replace(",", "") + frac))
+    for stretch in figure_stretches(text):
+        found += _stretch_values(stretch)
     return found
 
 

@@ -33,10 +33,13 @@ ALPHABET = list("0123456789,.-\u2212\u2013\u2014+ aZ_(\n\t=:;<'\"") + [
     "\u00e9", "\u00b0", "\u00bd", "\u00b2", "\u0663", "\uff13", "\u2028", "\x1c", "\u00a0", "\u00ab", "\u2264"]
 
 
+FIGURE = numbers._FIGURE
+
+
 def whole_text_values(text: str) -> list[FigureValue]:
     """`figure_values` the long way: `_FIGURE` over the whole text."""
     found: list[FigureValue] = []
-    for date, _dotted, sign, whole, frac in numbers._FIGURE.findall(text):
+    for date, _dotted, sign, whole, frac in FIGURE.findall(text):
         if date:
             found.append(date)
         elif whole:
@@ -61,13 +64,14 @@ def test_figure_values_equal_the_whole_text_reading(seed):
 
 
 def test_the_stretches_hold_every_match_of_the_whole_text():
-    """Where the fast reading applies (no digit outside 0-9), `_FIGURE` finds in the stretches
-    the very groups it finds in the text, in order."""
+    """Where the fast reading applies (no digit outside 0-9), `_FIGURE` finds in the stretches,
+    one after the other, the very groups it finds in the text."""
     applied = 0
     for text in EDGES + CORPUS + ROWS + _random_texts(99, 20000):
         if numbers._digits_ascii(text):
             applied += 1
-            assert numbers._FIGURE.findall(figure_stretches(text)) == numbers._FIGURE.findall(text), repr(text)
+            pieces = [m for stretch in figure_stretches(text) for m in numbers._FIGURE.findall(stretch)]
+            assert pieces == numbers._FIGURE.findall(text), repr(text)
     assert applied > 10000
 
 
@@ -79,23 +83,30 @@ def test_a_digit_outside_0_9_takes_the_whole_text():
 
 
 class _Recording:
-    """`_FIGURE` that records the length of every text it searches."""
+    """`_FIGURE` that records every text it searches."""
 
-    def __init__(self, seen: list[int]):
+    def __init__(self, seen: list[str]):
         self.seen, self.real = seen, numbers._FIGURE
 
     def findall(self, text: str) -> list[tuple[str, ...]]:
-        self.seen.append(len(text))
+        self.seen.append(text)
         return self.real.findall(text)
 
 
-def test_a_page_is_searched_only_around_its_figures(monkeypatch):
+def test_a_page_is_searched_only_around_its_figures_and_each_stretch_once(monkeypatch):
     page = max(CORPUS, key=len)
     want = figure_values(page)
-    searched: list[int] = []
+    searched: list[str] = []
     monkeypatch.setattr(numbers, "_FIGURE", _Recording(searched))
+    numbers._stretch_values.cache_clear()
     assert figure_values(page) == want
-    assert len(searched) == 1 and searched[0] < len(page) / 4
+    assert sorted(searched) == sorted(set(figure_stretches(page)))
+    assert sum(map(len, searched)) < len(page) / 4
+    again = "Another page, the same figures.\n" + page.replace("\n", " ")
+    assert set(figure_stretches(again)) <= set(figure_stretches(page))
+    searched.clear()
+    assert figure_values(again) == whole_text_values(again)
+    assert searched == []  # every stretch of it was read before
 
 
 class _CountingStr(str):
