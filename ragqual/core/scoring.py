@@ -55,23 +55,25 @@ class ScoreResult:
     per_category: dict[str, float]
 
 
-def _weighted_fraction(outcomes: Sequence[Outcome]) -> float:
-    total = sum(o.effective_weight for o in outcomes)
+def _weighted_fraction(weighed: Sequence[tuple[float, bool]]) -> float:
+    """The formula over (effective weight, counts as passed) pairs."""
+    total = sum([w for w, _ in weighed])
     if total == 0:
         return 1.0
-    return sum(o.effective_weight for o in outcomes if o.counts_as_passed) / total
+    return sum([w for w, passed in weighed if passed]) / total
 
 
 def score(outcomes: Iterable[Outcome]) -> ScoreResult:
-    """Score one trial from its assertion outcomes (categories in order of first appearance)."""
-    items = list(outcomes)
-    by_category: dict[str, list[Outcome]] = {}
-    for outcome in items:
-        by_category.setdefault(outcome.category, []).append(outcome)
-    perfect = all(o.counts_as_passed for o in items if o.effective_weight > 0)
+    """Score one trial from its assertion outcomes (categories in order of first appearance).
+
+    Each outcome's effective weight and pass are read once, then summed per category."""
+    weighed = [(o.category, o.effective_weight, o.counts_as_passed) for o in outcomes]
+    by_category: dict[str, list[tuple[float, bool]]] = {}
+    for category, weight, passed in weighed:
+        by_category.setdefault(category, []).append((weight, passed))
     return ScoreResult(
-        score=_weighted_fraction(items),
-        perfect=perfect,
+        score=_weighted_fraction([(w, passed) for _, w, passed in weighed]),
+        perfect=all(passed for _, w, passed in weighed if w > 0),
         per_category={name: _weighted_fraction(group) for name, group in by_category.items()},
     )
 
