@@ -43,10 +43,15 @@ class _Phrase:
     source: str
     needs: Needs
 
-    def found(self, text: str, folded: str, seen: dict[str, bool] | None = None) -> bool:
-        """`pattern.search(text)` found a match; `folded` is `prefilter.fold(text)`, `seen` the
-        literal tests made on it (`prefilter.admits`)."""
-        return admits(self.needs, folded, seen) and _pattern(self.source).search(text) is not None
+
+def _found(phrases: Iterable[_Phrase], text: str, folded: str, seen: dict[str, bool] | None = None) -> bool:
+    """One of `phrases` matches `text` (`pattern.search`); `folded` is `prefilter.fold(text)`,
+    `seen` the literal tests made on it (`prefilter.admits`). One loop, no call per phrase but
+    the pre-filter's: a clause is read against ~40 phrases, and most fail the pre-filter."""
+    for phrase in phrases:
+        if admits(phrase.needs, folded, seen) and _pattern(phrase.source).search(text) is not None:
+            return True
+    return False
 
 
 def _phrases(patterns: Iterable[str]) -> tuple[_Phrase, ...]:
@@ -98,7 +103,7 @@ def _whole(answer: str) -> _Whole:
 def _any_match(patterns: Iterable[_Phrase], text: str) -> bool:
     """A pattern matches `text` with its typographic apostrophes folded (`_fold`)."""
     whole = _whole(text)
-    return any(p.found(whole.plain, whole.folded, whole.seen) for p in patterns)
+    return _found(patterns, whole.plain, whole.folded, whole.seen)
 
 
 def clauses(answer: str) -> list[str]:
@@ -119,7 +124,7 @@ def clause_kind(clause: str) -> str:
     """"refusal", "hedge", "aside" or "content" (module `answer_patterns`)."""
     folded = fold(clause)
     for kind in ("refusal", "hedge", "aside"):
-        if any(p.found(clause, folded) for p in _patterns(kind)):
+        if _found(_patterns(kind), clause, folded):
             return kind
     return "content"
 
@@ -182,8 +187,7 @@ def leaks_retrieval(answer: str) -> bool:
 @lru_cache(maxsize=_MEMO)
 def has_think_tags(answer: str) -> bool:
     """Reasoning markup (<think>, </reasoning>, <|thinking|>, [THINK] ...) reached the answer."""
-    (think,) = _patterns("think")  # searched in the answer as written, apostrophes unfolded
-    return think.found(answer, fold(answer))
+    return _found(_patterns("think"), answer, fold(answer))  # the answer as written, apostrophes unfolded
 
 
 GROUNDEDNESS_MIN_EXCLUSIVE = 10.0
