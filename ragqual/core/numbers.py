@@ -72,8 +72,17 @@ _DIGIT = regex.compile(r"\d")
 
 
 def _digits_ascii(text: str) -> bool:
-    """Every digit `_FIGURE` reads in `text` (`\\d`: any Unicode decimal digit) is 0-9."""
-    return text.isascii() or _DIGIT.search("".join(_NON_ASCII.findall(text))) is None
+    """Every digit `_FIGURE` reads in `text` (`\\d`: any Unicode decimal digit) is 0-9.
+
+    Latin-1 (U+0080-U+00FF: "°", "½", "é" ...) holds no other decimal digit, and a text
+    within it encodes to Latin-1 at the cost of a copy; any other is searched."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return _DIGIT.search("".join(_NON_ASCII.findall(text))) is None
+    return True
 
 
 def figure_stretches(text: str) -> list[str]:

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import regex
 
 from ragqual.core import answer_metrics, numbers, prefilter
 from ragqual.core.answer_patterns import HEDGE_PATTERNS, LEAKAGE_PATTERNS
@@ -73,6 +74,11 @@ def test_the_stretches_hold_every_match_of_the_whole_text():
             pieces = [m for stretch in figure_stretches(text) for m in numbers._FIGURE.findall(stretch)]
             assert pieces == numbers._FIGURE.findall(text), repr(text)
     assert applied > 10000
+
+
+def test_latin_1_holds_no_decimal_digit_but_0_9():
+    """What `_digits_ascii` takes on trust for a text within Latin-1."""
+    assert [c for c in map(chr, range(0x100)) if regex.match(r"\d", c)] == list("0123456789")
 
 
 def test_a_digit_outside_0_9_takes_the_whole_text():
