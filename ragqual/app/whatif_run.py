@@ -55,14 +55,14 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
     g = trial.case_input
     stored = cands.get("byStrategy")
     others: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    by_strategy = {str(name): (tuple(str(i) for i in c.get("ids") or ()), tuple(float(x) for x in c.get("similarities") or ()))
+    by_strategy = {str(name): (tuple(map(str, c.get("ids") or ())), tuple(map(float, c.get("similarities") or ())))
                    for name, c in others.items() if isinstance(c, dict)}
     return whatif.Question(
         case_id=trial.case_id, split=split, expect_refusal=bool(g.get("expectRefusal")),
         relevant_docs=tuple(g.get("relevantDocIds") or ()), must_include=tuple(g.get("mustInclude") or ()),
         must_not_include=tuple(g.get("mustNotInclude") or ()),
-        candidate_ids=tuple(str(i) for i in cands.get("ids") or ()),
-        similarities=tuple(float(s) for s in cands.get("similarities") or ()),
+        candidate_ids=tuple(map(str, cands.get("ids") or ())),
+        similarities=tuple(map(float, cands.get("similarities") or ())),
         by_strategy=by_strategy,
     )
 
