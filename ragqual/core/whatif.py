@@ -272,7 +272,8 @@ def overlap(questions: Sequence[Question]) -> Overlap:
     refusal = [q.similarities[0] for q in questions if q.expect_refusal and q.similarities]
     relevant = []
     for q in questions:
-        sims = [s for i, s in zip(q.candidate_ids, q.similarities) if doc_of(i) in set(q.relevant_docs)]
+        relevant_docs = set(q.relevant_docs)
+        sims = [s for i, s in zip(q.candidate_ids, q.similarities) if doc_of(i) in relevant_docs]
         if not q.expect_refusal and sims:
             relevant.append(max(sims))
     above = None
