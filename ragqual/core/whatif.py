@@ -236,7 +236,7 @@ def advice_rows(questions: Sequence[Question], settings: Sequence[Setting], own:
     if split is None:
         return rows, None
     top = best(rows, own)
-    wanted = list(dict.fromkeys(s for s in (own, None if top is None else top.setting) if s in settings))
+    wanted = list(dict.fromkeys(s for s in (own, *([] if top is None else [top.setting])) if s in settings))
     held = [q for q in questions if q.split == held_out_split]
     return rows, rows_for(held, evaluate(held, wanted, own, texts, matches, reader))
 
