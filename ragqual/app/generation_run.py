@@ -78,6 +78,9 @@ class GenerationOutcome:
     run_id: int
     lines: list[ModeLine]
     outcome: loop.RunOutcome
+    corpus: CorpusContext | None = None
+    """The corpus and goldens the run read (closed once the run ends; its documents, goldens and
+    chunks stay readable): what the decomposition's advice reads, not read a second time."""
 
 
 def variants_for(models: Sequence[str], with_mock_line: bool) -> list[Variant]:
@@ -132,7 +135,7 @@ def run_generation(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gol
     lines = sorted(mode_lines(app.store().engine, outcome.run_id),
                    key=lambda ln: (names.index(ln.variant) if ln.variant in names else 99,
                                    MODES.index(ln.mode) if ln.mode in MODES else 99))
-    return GenerationOutcome(outcome.run_id, lines, outcome)
+    return GenerationOutcome(outcome.run_id, lines, outcome, corpus)
 
 
 def check_servers(app: AppContext, models: Sequence[str], ollama_host: str | None = None) -> None:

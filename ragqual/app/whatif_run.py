@@ -55,14 +55,14 @@ def question_of(trial: FailureTrial, split: str | None) -> whatif.Question | Non
     g = trial.case_input
     stored = cands.get("byStrategy")
     others: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    by_strategy = {str(name): (tuple(str(i) for i in c.get("ids") or ()), tuple(float(x) for x in c.get("similarities") or ()))
+    by_strategy = {str(name): (tuple(map(str, c.get("ids") or ())), tuple(map(float, c.get("similarities") or ())))
                    for name, c in others.items() if isinstance(c, dict)}
     return whatif.Question(
         case_id=trial.case_id, split=split, expect_refusal=bool(g.get("expectRefusal")),
         relevant_docs=tuple(g.get("relevantDocIds") or ()), must_include=tuple(g.get("mustInclude") or ()),
         must_not_include=tuple(g.get("mustNotInclude") or ()),
-        candidate_ids=tuple(str(i) for i in cands.get("ids") or ()),
-        similarities=tuple(float(s) for s in cands.get("similarities") or ()),
+        candidate_ids=tuple(map(str, cands.get("ids") or ())),
+        similarities=tuple(map(float, cands.get("similarities") or ())),
         by_strategy=by_strategy,
     )
 
@@ -155,34 +155,106 @@ def _recomputable(questions: Sequence[whatif.Question], settings: Sequence[whati
     return kept, [f"strateg{'ies' if len(names) > 1 else 'y'} {', '.join(names)}: {NO_STRATEGY_LISTS}"] if names else []
 
 
-def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
-                thresholds: Sequence[float | None] | None, ks: Sequence[int] | None,
-                strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
-    retrieval = params.get("retrieval") or {}
-    own = whatif.Setting(retrieval.get("threshold"), int(retrieval.get("context_k") or 5))
-    own_strategy = retrieval.get("strategy")
-    goldens = {g.id: g for g in corpus.goldens}
-    texts = {c.chunk_id: c.text for c in corpus.chunks}
+@dataclass(frozen=True)
+class _Measured:
+    """One variant's counterfactual questions, its reader and the settings its stored candidates
+    can recompute (what `whatif_from` and `advice_from` both start from)."""
+
+    variant: str
+    questions: list[whatif.Question]
+    reader: whatif.Reader | None
+    settings: list[whatif.Setting]
+    unavailable: list[str]
+    split: str | None  # SELECT_SPLIT when the goldens have splits
+
+    @property
+    def objective(self) -> str:
+        return "mock pass" if self.reader else "reader ceiling"
+
+    @property
+    def chosen_on(self) -> str:
+        return SELECT_SPLIT if self.split else "all questions"
+
+
+def _measured(params: dict[str, Any], goldens: dict[str, Golden], texts: Mapping[str, str],
+              trials: Sequence[FailureTrial], thresholds: Sequence[float | None] | None, ks: Sequence[int] | None,
+              strategies: Sequence[str] | None, own: whatif.Setting) -> list[_Measured]:
+    """Each variant's `_Measured`, in the trials' order; InputError when a variant's candidates
+    cannot be recomputed (none stored, no setting asked for, chunks this corpus lacks)."""
     out = []
     for variant in dict.fromkeys(t.variant for t in trials):
         questions = _questions(trials, variant, goldens)
         reader = mock_reader(goldens, params.get("options") or {}) if variant == "mock" else None
-        settings, unavailable = _recomputable(questions, _settings(thresholds, ks, own, strategies, own_strategy))
+        settings, unavailable = _recomputable(questions, _settings(thresholds, ks, own, strategies,
+                                                                   (params.get("retrieval") or {}).get("strategy")))
         if settings == [own] and unavailable:
             raise InputError(f"no setting asked for can be recomputed from the stored candidates: {'; '.join(unavailable)}")
         missing = unknown_chunks(questions, settings, texts)
         if missing:
             raise InputError(f"the stored candidates name {len(missing)} chunk(s) this corpus does not have "
                              f"(first: {missing[0]})")
-        outcomes = whatif.evaluate(questions, settings, own, texts, textmatch.found, reader)
         split = SELECT_SPLIT if any(q.split == SELECT_SPLIT for q in questions) else None
-        rows = whatif.rows_for(questions, outcomes, split)
-        report_rows = whatif.rows_for(questions, outcomes, REPORT_SPLIT) if split else None
-        objective = "mock pass" if reader else "reader ceiling"
-        chosen_on = SELECT_SPLIT if split else "all questions"
-        out.append(VariantWhatif(variant, objective, own, len(questions), chosen_on, rows, report_rows,
-                                 whatif.advice(rows, own, objective, chosen_on, report_rows), whatif.overlap(questions),
-                                 unavailable, own_strategy, rewritten_questions(trials, variant, goldens)))
+        out.append(_Measured(variant, questions, reader, settings, unavailable, split))
+    return out
+
+
+def own_setting(params: dict[str, Any]) -> whatif.Setting:
+    """The cut-off and context size the run retrieved with."""
+    retrieval = params.get("retrieval") or {}
+    return whatif.Setting(retrieval.get("threshold"), int(retrieval.get("context_k") or 5))
+
+
+def whatif_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
+                thresholds: Sequence[float | None] | None, ks: Sequence[int] | None,
+                strategies: Sequence[str] | None = None) -> list[VariantWhatif]:
+    own = own_setting(params)
+    own_strategy = (params.get("retrieval") or {}).get("strategy")
+    goldens = {g.id: g for g in corpus.goldens}
+    texts = {c.chunk_id: c.text for c in corpus.chunks}
+    out = []
+    for m in _measured(params, goldens, texts, trials, thresholds, ks, strategies, own):
+        outcomes = whatif.evaluate(m.questions, m.settings, own, texts, textmatch.found, m.reader)
+        rows = whatif.rows_for(m.questions, outcomes, m.split)
+        report_rows = whatif.rows_for(m.questions, outcomes, REPORT_SPLIT) if m.split else None
+        out.append(VariantWhatif(m.variant, m.objective, own, len(m.questions), m.chosen_on, rows, report_rows,
+                                 whatif.advice(rows, own, m.objective, m.chosen_on, report_rows),
+                                 whatif.overlap(m.questions), m.unavailable, own_strategy,
+                                 rewritten_questions(trials, m.variant, goldens)))
+    return out
+
+
+@dataclass(frozen=True)
+class VariantAdvice:
+    """What the decomposition prints of a variant's `VariantWhatif`: its advice, or why there is none."""
+
+    variant: str
+    objective: str
+    chosen_on: str
+    advice: str | None
+    overlap: whatif.Overlap
+    unavailable: list[str]
+
+    def text(self) -> str:
+        tried = "cut-off or context size" if self.unavailable else "cut-off, context size or strategy"
+        return "measured on this run: " + (self.advice or whatif.no_cut_off(self.overlap, self.objective,
+                                                                            self.chosen_on, tried))
+
+
+def advice_from(params: dict[str, Any], corpus: CorpusContext, trials: Sequence[FailureTrial],
+                thresholds: Sequence[float | None] | None, ks: Sequence[int] | None,
+                strategies: Sequence[str] | None = None) -> list[VariantAdvice]:
+    """The advice, overlap and unavailable settings of `whatif_from` with the same arguments (and
+    the same InputError), evaluating only the outcomes the advice reads (`whatif.advice_rows`)."""
+    own = own_setting(params)
+    goldens = {g.id: g for g in corpus.goldens}
+    texts = {c.chunk_id: c.text for c in corpus.chunks}
+    out = []
+    for m in _measured(params, goldens, texts, trials, thresholds, ks, strategies, own):
+        rows, report_rows = whatif.advice_rows(m.questions, m.settings, own, texts, textmatch.found, m.reader,
+                                               m.split, REPORT_SPLIT)
+        out.append(VariantAdvice(m.variant, m.objective, m.chosen_on,
+                                 whatif.advice(rows, own, m.objective, m.chosen_on, report_rows),
+                                 whatif.overlap(m.questions), m.unavailable))
     return out
 
 
@@ -236,17 +308,13 @@ def measured_advice(app: AppContext, run_id: int, opts: CorpusOptions | CorpusCo
         if isinstance(opts, CorpusContext):
             params = run_info(app, run_id).params
             read = run_failure_trials(app.store().engine, run_id) if trials is None else trials
-            results = whatif_from(params, opts, [t for t in read if t.mode == "e2e"], cuts, None, STRATEGIES)
+            corpus, e2e = opts, [t for t in read if t.mode == "e2e"]
         else:
-            results = run_whatif(app, run_id, opts, cuts, None, STRATEGIES, trials)
+            params, corpus, e2e = load(app, run_id, opts, trials)
+        results = advice_from(params, corpus, e2e, cuts, None, STRATEGIES)
     except InputError:
         return {}
-    out = {}
-    for v in results:
-        if v.variant in wanted:
-            tried = "cut-off or context size" if v.unavailable else "cut-off, context size or strategy"
-            out[v.variant] = "measured on this run: " + (v.advice or whatif.no_cut_off(v.overlap, v.objective, v.chosen_on, tried))
-    return out
+    return {v.variant: v.text() for v in results if v.variant in wanted}
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ def generation_cmd(app: AppContext, corpus_opts, models, resume, no_mock_line, w
                 strategy=strategy, candidate_k=candidate_k, context_k=context_k, threshold=threshold,
                 with_mock_line=not no_mock_line, name=name, run_tags=run_tags, axes=tuple(axes), worker=worker)
             result = generation_tier(app, corpus_opts, options, progress)
-    causes, advice = (decomposition(app, result.run_id, corpus_opts, not app.as_json)
+    causes, advice = (decomposition(app, result.run_id, result.corpus or corpus_opts, not app.as_json)
                       if all_modes or {ln.mode for ln in result.lines} == set(MODES) else (None, None))
     print_generation(app, result, causes, advice)
     if worker:

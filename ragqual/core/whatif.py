@@ -222,6 +222,25 @@ def rows_for(questions: Sequence[Question], outcomes: Mapping[Setting, Sequence[
     return [aggregate(s, chosen, [outs[i] for i in keep]) for s, outs in outcomes.items()]
 
 
+def advice_rows(questions: Sequence[Question], settings: Sequence[Setting], own: Setting, texts: Mapping[str, str],
+                matches: Matcher, reader: Reader | None, split: str | None, held_out_split: str
+                ) -> tuple[list[Row], list[Row] | None]:
+    """What `advice` reads of the rows `ragqual whatif` prints: every setting's row on `split`
+    (all questions when None), and, when `split` is given, the `held_out_split` rows of the
+    run's own setting and of the best one on `split` (`best`), the only two `advice` looks up.
+    Equal to those rows of `rows_for(questions, evaluate(questions, settings, ...), ...)`, with
+    less evaluated: the held-out questions under those two settings alone, and the questions of
+    neither split not at all."""
+    chosen = [q for q in questions if split is None or q.split == split]
+    rows = rows_for(chosen, evaluate(chosen, settings, own, texts, matches, reader))
+    if split is None:
+        return rows, None
+    top = best(rows, own)
+    wanted = list(dict.fromkeys(s for s in (own, *([] if top is None else [top.setting])) if s in settings))
+    held = [q for q in questions if q.split == held_out_split]
+    return rows, rows_for(held, evaluate(held, wanted, own, texts, matches, reader))
+
+
 def best(rows: Sequence[Row], own: Setting) -> Row | None:
     """The setting with the highest objective; the run's own setting wins a tie (no change is
     advised for nothing), then the earlier row."""
@@ -253,7 +272,8 @@ def overlap(questions: Sequence[Question]) -> Overlap:
     refusal = [q.similarities[0] for q in questions if q.expect_refusal and q.similarities]
     relevant = []
     for q in questions:
-        sims = [s for i, s in zip(q.candidate_ids, q.similarities) if doc_of(i) in set(q.relevant_docs)]
+        relevant_docs = set(q.relevant_docs)
+        sims = [s for i, s in zip(q.candidate_ids, q.similarities) if doc_of(i) in relevant_docs]
         if not q.expect_refusal and sims:
             relevant.append(max(sims))
     above = None

@@ -13,25 +13,43 @@ from ragqual.core.replies import answer_in
 from ragqual.core.scoring import SCORER_NAME
 from ragqual.store.queries import ALIAS_COVERED, current_metric_row
 from ragqual.store.sealed_rows import covered
-from ragqual.store.texts import resolved_sql
+from ragqual.store.texts import TABLE as TEXTS_TABLE
+from ragqual.store.texts import hash_column, resolved_text
 
 PERFECT_SQL = f"""(SELECT s.perfect FROM trial_scores s WHERE s.trial_id = t.id AND s.scorer_name = :scorer
           AND {covered('trial_scores', 's.id')}
         ORDER BY s.scorer_version DESC, s.id DESC LIMIT 1)"""
 
 
-def trials_sql(*, perfect: bool = True, modes: tuple[str, ...] | None = None, texts_of: str | None = None) -> str:
+READ_TEXTS = ("raw_output", "parsed_output", "context")  # the texts a failure reading reads of a trial
+
+
+@dataclass(frozen=True)
+class TrialsQuery:
+    """What `run_failure_trials` runs: the trials, each text inline or by the hash naming it
+    (`trials`), and the sealed texts those hashes name, each once (`texts`)."""
+
+    trials: str
+    texts: str
+
+
+def trials_query(*, perfect: bool = True, modes: tuple[str, ...] | None = None,
+                 texts_of: str | None = None) -> TrialsQuery:
     """The trials of a run, in id order. `perfect=False`: without the newest score (NULL);
     `modes`: only those modes' trials; `texts_of`: only that mode's trials with their texts (raw
-    and parsed output, context; NULL for the others)."""
-    def body(column: str) -> str:
-        value = resolved_sql('t', column)
-        return value if texts_of is None else f"CASE WHEN t.mode = '{texts_of}' THEN {value} END"
+    and parsed output, context; NULL for the others).
+
+    A text stored by hash (`ragqual.store.texts`) is read once per distinct text, not once per
+    trial naming it: repeats, and modes sharing a context, name the same texts, and each
+    correlated look-up of `texts.resolved_sql` costs its sealed-row check; `texts.resolved_text`
+    puts the two together as `resolved_sql` does."""
+    def pair(column: str) -> str:
+        both = (f"t.{column}", f"t.{hash_column(column)}")
+        return ", ".join(both if texts_of is None else (f"CASE WHEN t.mode = '{texts_of}' THEN {c} END" for c in both))
     only = "" if modes is None else f" AND t.mode IN ({', '.join(repr(m) for m in modes)})"
-    return f"""
+    trials = f"""
 SELECT t.id, v.name, t.mode, t.repeat_index, COALESCE(a.case_id, c.case_id), c.slug, c.definition,
-       {body('raw_output')}, {body('parsed_output')},
-       {body('context')}, t.error,
+       {', '.join(pair(c) for c in READ_TEXTS)}, t.error,
        {PERFECT_SQL if perfect else 'NULL'} AS perfect
 FROM trials t
 JOIN cases c ON c.id = t.case_pk
@@ -40,9 +58,14 @@ JOIN variant_configs v ON v.id = t.variant_id
 WHERE t.run_id = :run AND {covered('trials', 't.id')}{only}
 ORDER BY t.id
 """
+    named_by = only if texts_of is None else f" AND t.mode = '{texts_of}'"
+    named = " UNION ".join(f"SELECT t.{hash_column(c)} FROM trials t WHERE t.run_id = :run{named_by}"
+                           for c in READ_TEXTS)
+    texts = f"SELECT x.sha256, x.body FROM {TEXTS_TABLE} x WHERE x.sha256 IN ({named}) AND {covered(TEXTS_TABLE, 'x.id')}"
+    return TrialsQuery(trials, texts)
 
 
-TRIALS_SQL = trials_sql()
+TRIALS_QUERY = trials_query()
 
 CORRECTNESS_SQL = """
 SELECT m.trial_id, m.value FROM metric_values m
@@ -115,7 +138,7 @@ def _case_input(definition: str | None) -> dict[str, Any]:
     return case_input if isinstance(case_input, dict) else {}
 
 
-def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True, sql: str = TRIALS_SQL
+def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True, query: TrialsQuery = TRIALS_QUERY
                        ) -> list[FailureTrial]:
     """Every trial of the run as the failure report reads it (newest scoring and metrics);
     `with_checks=False`: without the assertion outcomes (`checks` empty), for readers that need
@@ -125,7 +148,8 @@ def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True,
     the model answers alike, the same raw and parsed output, so trials that stored equal texts
     share the parsed values (read them, do not change them)."""
     with engine.connect() as conn:
-        trials = conn.execute(text(sql), {"run": run_id, "scorer": SCORER_NAME}).all()
+        trials = conn.execute(text(query.trials), {"run": run_id, "scorer": SCORER_NAME}).all()
+        bodies: dict[str, str] = {sha: body for sha, body in conn.execute(text(query.texts), {"run": run_id})}
         correct: dict[Any, Any] = dict(conn.execute(text(CORRECTNESS_SQL.format(current=current_metric_row(False))),
                                     {"run": run_id}).all())
         checks: dict[int, list[CheckRow]] = {}
@@ -136,7 +160,10 @@ def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True,
     inputs: dict[str | None, dict[str, Any]] = {}
     outputs: dict[tuple[str | None, str | None], tuple[Any, str]] = {}
     out = []
-    for tid, variant, mode, repeat, case_id, slug, definition, raw, parsed, context, error, perfect in trials:
+    for (tid, variant, mode, repeat, case_id, slug, definition, raw_inline, raw_sha, parsed_inline, parsed_sha,
+         context_inline, context_sha, error, perfect) in trials:
+        raw, parsed = resolved_text(raw_inline, raw_sha, bodies), resolved_text(parsed_inline, parsed_sha, bodies)
+        context = resolved_text(context_inline, context_sha, bodies)
         case_input = inputs.get(definition)
         if case_input is None:
             case_input = inputs[definition] = _case_input(definition)
@@ -154,7 +181,7 @@ def run_failure_trials(engine: Engine, run_id: int, *, with_checks: bool = True,
     return out
 
 
-DECOMPOSITION_SQL = trials_sql(perfect=False, modes=("oracle", "e2e"), texts_of="e2e")
+DECOMPOSITION_QUERY = trials_query(perfect=False, modes=("oracle", "e2e"), texts_of="e2e")
 
 
 def decomposition_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
@@ -163,4 +190,4 @@ def decomposition_trials(engine: Engine, run_id: int) -> list[FailureTrial]:
     score (`perfect` None); the oracle trials with what tells whether they passed (error,
     correctness) and no texts (`raw_output` None, `answer` and `context` empty); no noretrieval
     trial. The causes read an oracle trial's outcome alone and the advice e2e trials alone."""
-    return run_failure_trials(engine, run_id, with_checks=False, sql=DECOMPOSITION_SQL)
+    return run_failure_trials(engine, run_id, with_checks=False, query=DECOMPOSITION_QUERY)

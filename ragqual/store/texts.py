@@ -123,10 +123,15 @@ def load(session: Session, hashes: Iterable[str]) -> dict[str, str]:
     return {h: b for h, b in session.execute(query).all()}
 
 
+def resolved_text(inline: str | None, digest: str | None, bodies: Mapping[str, str]) -> str | None:
+    """`resolved_sql` in Python: the inline text, else the text its hash names among `bodies`
+    (sha256 -> body of sealed texts), else None."""
+    return inline if inline is not None or digest is None else bodies.get(digest)
+
+
 def trial_texts(session: Session, trial: Trial) -> dict[str, str | None]:
     """One loaded trial's four texts, from either layout."""
     refs = {c: getattr(trial, hash_column(c)) for c in TEXT_COLUMNS}
     bodies = load(session, (h for h in refs.values() if h))
-    return {c: getattr(trial, c) if getattr(trial, c) is not None else bodies.get(refs[c] or "")
-            for c in TEXT_COLUMNS}
+    return {c: resolved_text(getattr(trial, c), refs[c], bodies) for c in TEXT_COLUMNS}
 

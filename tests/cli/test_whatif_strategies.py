@@ -159,6 +159,30 @@ def test_without_strategy_lists_the_threshold_counterfactual_still_works(project
     assert mock.unavailable == [] and len(mock.rows) == 3
 
 
+@pytest.mark.parametrize("kind", ["new", "old"])
+def test_the_advice_alone_equals_the_advice_of_every_row(project, old_run, kind):
+    """`advice_from` (what the decomposition prints, evaluating fewer outcomes) gives each
+    variant's advice, overlap and unavailable settings as `whatif_from` does, on runs with and
+    without other strategies' candidates and at other cut-off grids."""
+    from ragqual.app.whatif_run import ADVICE_THRESHOLDS, advice_from, load
+
+    run_id = old_run if kind == "old" else _run("generation", "--model", "mock", "--mode", "e2e", "--repeats", "2",
+                                                "--context-k", "3")
+    app = AppContext.create(db_url=None, cache_mode="auto", verbose=0, as_json=False)
+    try:
+        params, corpus, trials = load(app, run_id, CorpusOptions(chunk_tokens=40, overlap_tokens=0))
+    finally:
+        app.close()
+    named = 0
+    for cuts, ks in (([None, *ADVICE_THRESHOLDS], None), ([0.2, 0.45, 0.6], [1, 3, 5]), ([0.5], [8])):
+        every = whatif_from(params, corpus, trials, cuts, ks, ["dense", "bm25", "hybrid"])
+        alone = advice_from(params, corpus, trials, cuts, ks, ["dense", "bm25", "hybrid"])
+        assert [(a.variant, a.objective, a.chosen_on, a.advice, a.overlap, a.unavailable) for a in alone] == [
+            (v.variant, v.objective, v.chosen_on, v.advice, v.overlap, v.unavailable) for v in every]
+        named += sum(1 for v in every if v.advice)
+    assert kind == "old" or named  # some grid names a setting (with its held-out numbers)
+
+
 @pytest.mark.parametrize("strategy", ["bm25", "dense"])
 def test_the_decomposition_names_a_strategy_only_with_numbers_that_show_it_helps(project, strategy):
     result = invoke("generation", "--model", "mock", "--all-modes", "--repeats", "1", "--strategy", strategy, *CHUNKING)

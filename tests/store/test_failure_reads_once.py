@@ -47,3 +47,25 @@ def test_the_trials_read_once_are_the_plainly_parsed_trials(store_head_url):
     bare = run_failure_trials(store.engine, run, with_checks=False)
     assert bare == [dataclasses.replace(t, checks=()) for t in got]
     store.engine.dispose()
+
+
+def test_each_stored_text_is_read_once_not_once_per_trial_naming_it(store_head_url):
+    """The trials statement carries the hashes of the texts stored by hash, not their bodies; the
+    texts statement returns each body the run's trials name once, and the reading resolves them
+    as the plain reading does (the test above)."""
+    from ragqual.store.failure_reads import DECOMPOSITION_QUERY, TRIALS_QUERY
+
+    store = RunStore.open(store_head_url)
+    run = _run(store)
+    with store.engine.connect() as conn:
+        named = conn.execute(text("SELECT raw_output_sha256, parsed_output_sha256, context_sha256 FROM trials "
+                                  "WHERE run_id = :r"), {"r": run}).all()
+        stored = {body for (body,) in conn.execute(text("SELECT body FROM texts"))}
+        assert stored and any(h for r in named for h in r)
+        for query in (TRIALS_QUERY, DECOMPOSITION_QUERY):
+            rows = conn.execute(text(query.trials), {"run": run, "scorer": "weighted-assertions"}).all()
+            assert len(rows) == len(ANSWERS) * 2
+            assert not any(v in stored for r in rows for v in r if isinstance(v, str))
+            bodies = conn.execute(text(query.texts), {"run": run}).all()
+            assert sorted(h for h, _ in bodies) == sorted({h for r in named for h in r if h})
+    store.engine.dispose()
