@@ -31,6 +31,9 @@ class CountingRetriever:
         return SimpleNamespace(ranking=SimpleNamespace(chunk_ids=tuple(ids), similarities=tuple(sims)),
                                context=tuple(rows), texts=dict(TEXTS))
 
+    def ranking(self, query: str, config: RetrievalConfig):
+        return self.retrieve(query, config).ranking
+
 
 def golden(gid: str, query: str) -> Golden:
     return Golden(id=gid, query=query, turns=(), relevant_doc_ids=("a",), must_include=("water",),

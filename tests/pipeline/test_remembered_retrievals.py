@@ -197,7 +197,7 @@ def test_packing_keeps_every_field_exactly():
     ids, sources, scores, similarities = retrieval._unpack(retrieval._pack("q", ranking))
     assert (tuple(ids), ranking.doc_ids, tuple(scores), tuple(similarities), tuple(sources)) == ranking
     empty = retrieval.Ranking((), (), (), (), ())
-    assert retrieval._unpack(retrieval._pack("q", empty)) == ([], [], [], [])
+    assert retrieval._unpack(retrieval._pack("q", empty)) == ((), (), (), ())
     assert retrieval._pack("q", retrieval.Ranking(("a\x00b#0",), ("a",), (1.0,), (1.0,), ("",))) is None
 
 
