@@ -179,7 +179,7 @@ def _pack_floats(values: Sequence[float]) -> str:
 
 
 def _unpack_floats(text: str, depth: int) -> tuple[float, ...]:
-    """The numbers `_pack_floats` wrote (struct reads a few dozen faster than numpy would)."""
+    """The numbers `_pack_floats` wrote (struct: no array is built for a few dozen numbers)."""
     raw = base64.b64decode(text.encode("ascii"), validate=True)
     if len(raw) != 8 * depth:
         raise ValueError(f"{len(raw)} bytes for {depth} numbers")
