@@ -9,7 +9,7 @@ sees this interface.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -85,6 +85,8 @@ class ResultMemo(Protocol):
     """Where BM25 rankings of earlier runs are kept (adapters.search_cache.SearchCache)."""
 
     def key(self, kind: str, **fields: Any) -> str: ...
+
+    def keyer(self, kind: str, vary: str, **fields: Any) -> Callable[[str], str]: ...
 
     def get(self, key: str, valid: Any) -> Any | None: ...
 

@@ -20,6 +20,7 @@ that cannot be opened or written makes the run go on without this cache, said on
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 ENTRY_VERSION = 2  # 1: pickled values; 2: JSON bytes
 SQLITE_HEADER = 100
 _CHANGE_COUNTER = slice(24, 28)  # SQLite's file change counter, bumped by every committed write
+_VARY = "\x00the varying field\x00"  # stands for the varying value in `SearchCache.keyer`'s material
 
 
 class CachedHit(NamedTuple):
@@ -133,6 +135,26 @@ class SearchCache:
     @staticmethod
     def key(kind: str, **fields: Any) -> str:
         return sha256_hex(canonical_json({"entry": ENTRY_VERSION, "kind": kind, **fields}))
+
+    @staticmethod
+    def keyer(kind: str, vary: str, **fields: Any) -> Callable[[str], str]:
+        """`key(kind, **fields, **{vary: text})` as a function of the string `text`, the same keys:
+        the canonical JSON of a dict is its members' encodings in key order, so the text around
+        `vary`'s value is encoded and hashed once, and a key costs the value's encoding and a
+        hash of it (a warm run reads back hundreds of rankings, one key each, `Retriever`)."""
+        material = canonical_json({"entry": ENTRY_VERSION, "kind": kind, **fields, vary: _VARY})
+        head, mark, tail = material.partition(canonical_json(_VARY))
+        if mark in tail:  # a field holds the mark's text too: the long way
+            return lambda text: SearchCache.key(kind, **fields, **{vary: text})
+        start, end = hashlib.sha256(head.encode("utf-8")), tail.encode("utf-8")
+
+        def key(text: str) -> str:
+            digest = start.copy()
+            digest.update(canonical_json(text).encode("utf-8"))
+            digest.update(end)
+            return digest.hexdigest()
+
+        return key
 
     def verified(self, scope: str) -> bool:
         """True when an earlier run found the index current in exactly this state."""

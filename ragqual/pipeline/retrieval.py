@@ -9,10 +9,11 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import struct
 import threading
 import time
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from operator import itemgetter
@@ -177,11 +178,12 @@ def _pack_floats(values: Sequence[float]) -> str:
     return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
 
 
-def _unpack_floats(text: str, depth: int) -> list[float]:
+def _unpack_floats(text: str, depth: int) -> tuple[float, ...]:
+    """The numbers `_pack_floats` wrote (struct: no array is built for a few dozen numbers)."""
     raw = base64.b64decode(text.encode("ascii"), validate=True)
     if len(raw) != 8 * depth:
         raise ValueError(f"{len(raw)} bytes for {depth} numbers")
-    return np.frombuffer(raw, dtype="<f8").tolist()
+    return struct.unpack(f"<{depth}d", raw)
 
 
 def _pack(query: str, ranking: Ranking) -> dict[str, Any] | None:
@@ -199,15 +201,15 @@ def _is_packed(value: Any) -> bool:
         type(value[name]) is kind for name, kind in _PACKED.items())
 
 
-def _unpack(value: dict[str, Any]) -> tuple[list[str], list[str], list[float], list[float]] | None:
+def _unpack(value: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[float, ...], tuple[float, ...]] | None:
     """(ids, sources, scores, similarities) of a packed ranking, or None when it does not add up."""
     depth = value["depth"]
     try:
         scores, similarities = _unpack_floats(value["scores"], depth), _unpack_floats(value["similarities"], depth)
     except ValueError:  # binascii.Error is a ValueError
         return None
-    ids = value["ids"].split(_SEPARATOR) if depth else []
-    sources = value["sources"].split(_SEPARATOR) if depth else []
+    ids = tuple(value["ids"].split(_SEPARATOR)) if depth else ()
+    sources = tuple(value["sources"].split(_SEPARATOR)) if depth else ()
     if len(ids) != depth or len(sources) != depth:
         return None
     return ids, sources, scores, similarities
@@ -296,6 +298,7 @@ class Retriever:
         self._sim_memo: dict[str, dict[str, float]] = {}
         self.memo = memo
         self._remembered: dict[tuple[str, RetrievalConfig], Retrieval] = {}
+        self._keyers: dict[RetrievalConfig, Callable[[str], str]] = {}  # a remembered ranking's key, per configuration
         self.recalled = 0  # retrievals read back from the memo instead of searched
         self._lock = threading.RLock()
         self._bm25_index: Any = None
@@ -431,10 +434,26 @@ class Retriever:
         with self._lock:
             return self._retrieve(raw_query, config)
 
+    def ranking(self, raw_query: str, config: RetrievalConfig) -> Ranking:
+        """`retrieve(raw_query, config).ranking`, without building the context: what an e2e trial
+        keeps of the strategies it does not run (`RagSubject._other_strategies`)."""
+        with self._lock:
+            remembered = self._remembered.pop((raw_query, config), None)
+            return remembered.ranking if remembered is not None else self._rank(raw_query, config)[1]
+
     def _retrieve(self, raw_query: str, config: RetrievalConfig) -> Retrieval:
-        remembered = self._remembered.pop((raw_query, config), None) or self._recall(raw_query, config)
+        remembered = self._remembered.pop((raw_query, config), None)
         if remembered is not None:
             return remembered
+        query, ranking, elapsed = self._rank(raw_query, config)
+        return self._retrieval(query, ranking, config, elapsed)
+
+    def _rank(self, raw_query: str, config: RetrievalConfig) -> tuple[str, Ranking, float]:
+        """(the query as searched, its ranking, milliseconds it took): read back when an earlier
+        run remembered it (`_recalled`), else searched and remembered."""
+        recalled = self._recalled(raw_query, config)
+        if recalled is not None:
+            return recalled
         started = time.perf_counter()
         query = self._query_text(raw_query, config)
         if config.strategy == "dense":
@@ -453,8 +472,7 @@ class Retriever:
                           tuple(round(scored[cid], 6) for cid in ranked), tuple(self._similarities(query, ranked)),
                           tuple(sources.get(cid, "") for cid in ranked))
         self._remember(raw_query, config, query, ranking)
-        elapsed = (time.perf_counter() - started) * 1000 + self._batch_share_ms
-        return self._retrieval(query, ranking, config, elapsed)
+        return query, ranking, (time.perf_counter() - started) * 1000 + self._batch_share_ms
 
     def _retrieval(self, query: str, ranking: Ranking, config: RetrievalConfig, elapsed_ms: float) -> Retrieval:
         """The context is the top `context_k` candidates whose similarity reaches the threshold."""
@@ -468,9 +486,15 @@ class Retriever:
         return Retrieval(query, ranking, context, elapsed_ms, self.texts)
 
     def _result_key(self, raw_query: str, config: RetrievalConfig) -> str | None:
+        """`memo.key("ranking", scope=..., config=config.as_dict(), query=raw_query)`, through a
+        keyer made once per configuration (`SearchCache.keyer`: the same key, cheaper)."""
         if self.memo is None or self._result_scope is None:
             return None
-        return self.memo.key("ranking", scope=self._result_scope, config=config.as_dict(), query=raw_query)
+        keyer = self._keyers.get(config)
+        if keyer is None:
+            keyer = self._keyers[config] = self.memo.keyer("ranking", "query", scope=self._result_scope,
+                                                           config=config.as_dict())
+        return keyer(raw_query)
 
     def _remember(self, raw_query: str, config: RetrievalConfig, query: str, ranking: Ranking) -> None:
         key = self._result_key(raw_query, config)
@@ -481,8 +505,13 @@ class Retriever:
             self.memo.put(key, packed)
 
     def _recall(self, raw_query: str, config: RetrievalConfig) -> Retrieval | None:
-        """The retrieval an earlier run remembered for exactly these inputs; its latency is the
-        time the read took.
+        """The retrieval an earlier run remembered for exactly these inputs (`_recalled`)."""
+        recalled = self._recalled(raw_query, config)
+        return None if recalled is None else self._retrieval(*recalled[:2], config, recalled[2])
+
+    def _recalled(self, raw_query: str, config: RetrievalConfig) -> tuple[str, Ranking, float] | None:
+        """(query, ranking, milliseconds) an earlier run remembered for exactly these inputs; its
+        latency is the time the read took.
 
         Not leak-guarded hit by hit again: it was made from dense hits that passed the guard, in
         an index in exactly the state the key names, with the corpus in the same folder. What is
@@ -498,9 +527,8 @@ class Retriever:
             return None
         ids, sources, scores, similarities = unpacked
         try:
-            docs = list(map(self._doc_of.__getitem__, ids))
+            docs = tuple(map(self._doc_of.__getitem__, ids))
         except KeyError:
             return None  # not a ranking of this corpus: search again
         self.recalled += 1
-        ranking = Ranking(tuple(ids), tuple(docs), tuple(scores), tuple(similarities), tuple(sources))
-        return self._retrieval(value["query"], ranking, config, (time.perf_counter() - started) * 1000)
+        return value["query"], Ranking(ids, docs, scores, similarities, sources), (time.perf_counter() - started) * 1000

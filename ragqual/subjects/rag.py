@@ -129,11 +129,19 @@ def rag_axes(options: dict[str, Any], config: RetrievalConfig) -> tuple[Axis, ..
 
 
 def _fresh(candidates: dict[str, Any]) -> dict[str, Any]:
-    """A copy of candidate lists (`RagSubject._search`) that a trial may keep as its own."""
+    """The candidate lists (`RagSubject._search`, which holds them as tuples) as lists a trial may
+    keep as its own."""
     others = candidates["byStrategy"]
     return {"ids": list(candidates["ids"]), "similarities": list(candidates["similarities"]),
             "byStrategy": {name: {"ids": list(c["ids"]), "similarities": list(c["similarities"])}
                            for name, c in others.items()}}
+
+
+@functools.lru_cache(maxsize=HELD)
+def _other_configs(config: RetrievalConfig) -> tuple[RetrievalConfig, ...]:
+    """`config` with each other strategy, in `STRATEGIES` order (a function of its frozen value,
+    remembered: `RagSubject._other_strategies` asks once per searched question)."""
+    return tuple(config.with_(strategy=strategy) for strategy in STRATEGIES if strategy != config.strategy)
 
 
 class RagSubject(Subject):
@@ -212,8 +220,7 @@ class RagSubject(Subject):
         Each trial gets its own copy of the lists (`_fresh`)."""
         retriever = self.retriever()
         found = retriever.retrieve(query, config)
-        candidates: dict[str, Any] = {"ids": list(found.ranking.chunk_ids),
-                                      "similarities": list(found.ranking.similarities)}
+        candidates: dict[str, Any] = {"ids": found.ranking.chunk_ids, "similarities": found.ranking.similarities}
         candidates["byStrategy"] = self._other_strategies(retriever, query, config)
         return (tuple(found.texts[r.chunk_id] for r in found.context), tuple(r.chunk_id for r in found.context),
                 candidates)
@@ -222,12 +229,11 @@ class RagSubject(Subject):
                           config: RetrievalConfig) -> dict[str, dict[str, Any]]:
         """Every other strategy's candidate list for the same query (BM25 and the fusion run in
         process, the dense search is shared): what `ragqual whatif --strategy` reads, so a strategy
-        counterfactual needs no new search."""
+        counterfactual needs no new search. Only their rankings are read (`Retriever.ranking`)."""
         out: dict[str, dict[str, Any]] = {}
-        for strategy in STRATEGIES:
-            if strategy != config.strategy:
-                ranking = retriever.retrieve(query, config.with_(strategy=strategy)).ranking
-                out[strategy] = {"ids": list(ranking.chunk_ids), "similarities": list(ranking.similarities)}
+        for other in _other_configs(config):
+            ranking = retriever.ranking(query, other)
+            out[other.strategy] = {"ids": ranking.chunk_ids, "similarities": ranking.similarities}
         return out
 
     def run_one(self, case: Case, variant: Variant, mode: str, repeat_index: int,

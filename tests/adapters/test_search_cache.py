@@ -136,3 +136,37 @@ def test_package_version_matches_importlib_metadata():
 
     assert package_version("bm25s") == version("bm25s")
     assert package_version("numpy") == version("numpy")
+
+
+KEYED_TEXTS = ["how long to boil water", "", "quotes \" and \\ back\\slash", "naïve café ☕ 東京", "a\x00b\n\t\u2028",
+               "\x00the varying field\x00"]
+
+
+@pytest.mark.parametrize("fields", [
+    {"scope": "a" * 64, "config": {"strategy": "hybrid", "candidate_k": 20, "threshold": None, "rerank": True,
+                                   "glossary": None, "rrf_k": 60}},
+    {"scope": "s", "config": {"threshold": 0.35, "glossary": "é\"\\"}, "zeta": [1, 2.5, None]},
+    {"scope": "holds the mark", "config": {"glossary": "\x00the varying field\x00"}},  # the long way
+    {"scope": "before the mark", "aaa": "x\"\x00the varying field\x00"},  # an escaped quote then the mark's text
+    {"scope": "\x00the varying field\x00"},  # after the varying field: the long way too
+])
+def test_a_keyer_gives_the_key_of_every_text(fields):
+    keyer = SearchCache.keyer("ranking", "query", **fields)
+    for text in KEYED_TEXTS:
+        assert keyer(text) == SearchCache.key("ranking", **fields, query=text), repr(text)
+    assert len({keyer(t) for t in KEYED_TEXTS}) == len(KEYED_TEXTS)
+
+
+def test_a_keyer_encodes_only_the_varying_text(monkeypatch):
+    """The material around the query is encoded when the keyer is made, never again per key."""
+    from ragqual.adapters import search_cache
+
+    encoded: list[type] = []
+    real = search_cache.canonical_json
+    monkeypatch.setattr(search_cache, "canonical_json", lambda value: encoded.append(type(value)) or real(value))
+    keyer = SearchCache.keyer("ranking", "query", scope="s", config={"strategy": "bm25"})
+    made = len(encoded)
+    keys = [keyer(text) for text in KEYED_TEXTS]
+    assert encoded[made:] == [str] * len(KEYED_TEXTS)
+    monkeypatch.undo()
+    assert keys == [SearchCache.key("ranking", scope="s", config={"strategy": "bm25"}, query=t) for t in KEYED_TEXTS]

@@ -31,6 +31,9 @@ class CountingRetriever:
         return SimpleNamespace(ranking=SimpleNamespace(chunk_ids=tuple(ids), similarities=tuple(sims)),
                                context=tuple(rows), texts=dict(TEXTS))
 
+    def ranking(self, query: str, config: RetrievalConfig):
+        return self.retrieve(query, config).ranking
+
 
 def golden(gid: str, query: str) -> Golden:
     return Golden(id=gid, query=query, turns=(), relevant_doc_ids=("a",), must_include=("water",),
@@ -134,3 +137,32 @@ def test_the_repeats_of_a_question_share_one_rendered_prompt_equal_to_a_fresh_on
         if fresh is not None:
             assert fresh.rendered_prompt == repeats[0].rendered_prompt
     assert got["oracle"][0].rendered_prompt is not got["e2e"][0].rendered_prompt
+
+
+class RankingOnlyRetriever(CountingRetriever):
+    """A retriever whose full retrieval (with a context) serves only the run's own strategy."""
+
+    def retrieve(self, query: str, config: RetrievalConfig):
+        assert config.strategy == RetrievalConfig().strategy, "another strategy's context was built"
+        return super().retrieve(query, config)
+
+    def ranking(self, query: str, config: RetrievalConfig):
+        return CountingRetriever.retrieve(self, query, config).ranking
+
+
+def test_the_other_strategies_are_read_as_rankings_with_their_settings_built_once(tmp_path, monkeypatch):
+    from ragqual.subjects import rag
+
+    rag._other_configs.cache_clear()
+    built = []
+    real = RetrievalConfig.with_
+    monkeypatch.setattr(RetrievalConfig, "with_", lambda self, **c: built.append(c) or real(self, **c))
+    subject = subject_with(RankingOnlyRetriever())
+    got = trials(subject, tmp_path / "memo", [Variant("mock", "mock")], repeats=3)
+    assert built == [{"strategy": "dense"}, {"strategy": "bm25"}]  # once, not once per searched question
+    want = trials(subject_with(CountingRetriever()), tmp_path / "plain", [Variant("mock", "mock")], repeats=3)
+    assert [t.raw for t in got] == [t.raw for t in want]
+    for trial in got:
+        candidates = trial.raw["candidates"]
+        assert type(candidates["ids"]) is list and type(candidates["similarities"]) is list
+        assert all(type(c["ids"]) is list and type(c["similarities"]) is list for c in candidates["byStrategy"].values())

@@ -197,7 +197,7 @@ def test_packing_keeps_every_field_exactly():
     ids, sources, scores, similarities = retrieval._unpack(retrieval._pack("q", ranking))
     assert (tuple(ids), ranking.doc_ids, tuple(scores), tuple(similarities), tuple(sources)) == ranking
     empty = retrieval.Ranking((), (), (), (), ())
-    assert retrieval._unpack(retrieval._pack("q", empty)) == ([], [], [], [])
+    assert retrieval._unpack(retrieval._pack("q", empty)) == ((), (), (), ())
     assert retrieval._pack("q", retrieval.Ranking(("a\x00b#0",), ("a",), (1.0,), (1.0,), ("",))) is None
 
 
@@ -238,3 +238,39 @@ def test_a_configuration_recorded_with_another_glossary_is_refused():
     with pytest.raises(InputError, match="the glossary has changed"):
         recorded.with_glossary(parse_glossary("UV = ultra violet\n", "g.txt"))
     assert RetrievalConfig().with_glossary(None).as_dict()["expand_acronyms"] is False
+
+
+def test_a_remembered_rankings_key_is_the_search_caches_key_with_one_keyer_per_configuration(corpus, memo, monkeypatch):
+    made = []
+    real = SearchCache.keyer
+    monkeypatch.setattr(SearchCache, "keyer", staticmethod(lambda *a, **k: made.append(k["config"]) or real(*a, **k)))
+    retriever, _ = build(corpus, memo)
+    questions = [*QUERIES, "naïve \"quoted\" question", ""]
+    for _ in range(2):
+        for config in CONFIGS:
+            for question in questions:
+                assert retriever._result_key(question, config) == memo.key(
+                    "ranking", scope=retriever._result_scope, config=config.as_dict(), query=question)
+    assert made == [c.as_dict() for c in CONFIGS]
+
+
+def test_a_ranking_alone_is_the_retrievals_ranking_and_builds_no_context(corpus, memo, monkeypatch):
+    cold = run(build(corpus, memo)[0])
+    warm, index = build(corpus, memo)
+    monkeypatch.setattr(Retriever, "_retrieval", lambda *a: pytest.fail("a context was built for a ranking"))
+    rankings = [warm.ranking(q, c) for c in CONFIGS for q in QUERIES]
+    assert index.searches == 0 and warm.recalled == len(rankings)
+    assert rankings == [r.ranking for r in cold]
+    searched, _ = build(corpus, memo, scope=None)  # nothing remembered: searched
+    assert [searched.ranking(q, c) for c in CONFIGS for q in QUERIES] == rankings
+
+
+def test_remembered_numbers_read_back_bit_for_bit():
+    import struct
+
+    numbers = (0.1 + 0.2, -0.0, 5e-324, -1.7976931348623157e308, float("inf"), float("-inf"), float("nan"), 1 / 3)
+    back = retrieval._unpack_floats(retrieval._pack_floats(numbers), len(numbers))
+    assert struct.pack(f"<{len(numbers)}d", *back) == struct.pack(f"<{len(numbers)}d", *numbers)
+    assert all(type(x) is float for x in back)
+    with pytest.raises(ValueError):
+        retrieval._unpack_floats(retrieval._pack_floats(numbers), len(numbers) + 1)
