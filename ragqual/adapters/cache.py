@@ -263,7 +263,7 @@ def _response_from(entry: Any) -> ChatResponse:
     if not isinstance(entry, dict) or entry.get("v") != ENTRY_VERSION:
         raise ValueError("unknown entry version")
     response = entry.get("response")
-    if not isinstance(response, dict) or set(response) != _RESPONSE_FIELDS:
+    if not isinstance(response, dict) or response.keys() != _RESPONSE_FIELDS:
         raise ValueError("the entry is not a stored answer")
     if not isinstance(response["text"], str) or not isinstance(response["raw"], dict):
         raise ValueError("the stored answer has no text or raw reply")

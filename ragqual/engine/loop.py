@@ -547,11 +547,10 @@ def _next_result(results: queue.SimpleQueue, idle: Callable[[], None]) -> Any:
 def _start(store: RunStore, subject: Subject, plan: RunPlan, kind: str, argv: Sequence[str] | None,
            params: dict[str, Any], extras: dict[str, Any]) -> int:
     prompts = sorted({sha256_hex(p) for p in (subject.system_prompt_for(v) for v in plan.variants) if p})
-    provenance = capture(
-        argv=argv, params=params, prompt_hashes=prompts,
-        dataset_hash=extras.pop("dataset_hash", hash_value([c.definition() for c in plan.cases])),
-        **extras,
-    )
+    # the cases' hash only when the subject gives none of its own (the RAG subject hashes its goldens)
+    dataset_hash = extras.pop("dataset_hash") if "dataset_hash" in extras else hash_value(
+        [c.definition() for c in plan.cases])
+    provenance = capture(argv=argv, params=params, prompt_hashes=prompts, dataset_hash=dataset_hash, **extras)
     return store.start_run(kind, subject.name, provenance)
 
 

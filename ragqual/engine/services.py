@@ -61,6 +61,7 @@ class TrialServices:
         self._factory = model_factory
         self._warm_up = warm_up
         self._models: dict[str, ChatModel] = {}
+        self._replays: dict[str, bool] = {}  # per model URI: the model replays a file of answers
         self._warmed: set[str] = set()
         self._lock = threading.Lock()
         self._warm_lock = threading.Lock()
@@ -70,7 +71,11 @@ class TrialServices:
         self.warm_ups = 0
 
     def model(self, variant: Variant) -> ChatModel:
-        """The chat model of a variant, built once per model URI."""
+        """The chat model of a variant, built once per model URI. A model once built is read
+        without the lock (a model is never replaced or removed, and a dict read is atomic)."""
+        built = self._models.get(variant.model)
+        if built is not None:
+            return built
         with self._lock:
             if variant.model not in self._models:
                 model = self._factory(variant.model)
@@ -88,8 +93,13 @@ class TrialServices:
         return {"provider": model.provider, "model": model.name, "digest": model.digest()}
 
     def replays(self, variant: Variant) -> bool:
-        """Whether the variant's model replays a file of answers (`answers:`), calling nothing."""
-        return callable(getattr(self.model(variant), "lookup", None))
+        """Whether the variant's model replays a file of answers (`answers:`), calling nothing: a
+        property of the model, which is built once per URI, so it is looked at once per URI (the
+        trial loop asks for every trial)."""
+        found = self._replays.get(variant.model)
+        if found is None:
+            found = self._replays[variant.model] = callable(getattr(self.model(variant), "lookup", None))
+        return found
 
     def replayed(self, variant: Variant, case_id: str, mode: str) -> tuple[Any, Any]:
         """(the answers file, its entry for one trial): ModelCallFailed when the file has none."""
@@ -101,7 +111,10 @@ class TrialServices:
         declared: every axis value (so a declared axis always changes the key, even where the
         request would not differ, such as a retrieval setting in oracle mode) and only the options
         of declared `call` axes (so an undeclared incidental option never changes it)."""
-        model = self.model(variant)
+        return self._key(self.model(variant), variant, request, repeat_index)
+
+    def _key(self, model: ChatModel, variant: Variant, request: ChatRequest, repeat_index: int) -> str:
+        """`cache_key` with the variant's model at hand (`call` has it already)."""
         return response_cache_key(
             provider=model.provider, model=model.name, digest=model.digest(),
             request_json=self._request_json(variant, request), repeat_index=repeat_index,
@@ -128,7 +141,7 @@ class TrialServices:
     def call(self, variant: Variant, request: ChatRequest, repeat_index: int) -> tuple[ChatResponse, str, bool]:
         """(response, cache key, cache hit). In replay mode a miss raises CacheMiss, calling nothing."""
         model = self.model(variant)
-        key = self.cache_key(variant, request, repeat_index)
+        key = self._key(model, variant, request, repeat_index)
 
         def real_call() -> ChatResponse:
             self._ensure_warm(variant.model, model, request.options)

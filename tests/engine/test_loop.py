@@ -283,3 +283,19 @@ def test_a_trial_is_given_its_interned_system_prompt_id_without_copying_its_reco
     assert [sorted(kw) for kw in calls] == [["system_prompt_id"]]  # the first trial's only
     prompt_ids = rows(db_path(store), "SELECT DISTINCT system_prompt_id FROM trials WHERE run_id=?", outcome.run_id)
     assert prompt_ids == rows(db_path(store), "SELECT id FROM system_prompts WHERE text='Repeat the word.'")
+
+
+def test_a_dataset_hash_the_subject_gives_is_stored_and_the_cases_are_not_hashed_for_it(store, cache, monkeypatch):
+    """The cases' own hash is the fallback for a subject that gives none: a subject's own
+    `dataset_hash` (the RAG subject hashes its goldens) is stored, with no hash of every case
+    definition made and dropped; without one, the hash of the definitions is stored as before."""
+    hashed = []
+    real = loop.hash_value
+    monkeypatch.setattr(loop, "hash_value", lambda value: hashed.append(value) or real(value))
+    subject = ToySubject(cases(2))
+    given, _ = run(subject, store, cache, provenance_extras={"dataset_hash": "f" * 64})
+    assert hashed == []
+    own, _ = run(subject, store, cache)
+    assert len(hashed) == 1
+    stored = dict(rows(db_path(store), "SELECT id, dataset_hash FROM runs"))
+    assert stored == {given.run_id: "f" * 64, own.run_id: real([c.definition() for c in subject.cases()])}

@@ -142,3 +142,41 @@ def test_a_warm_up_that_fails_every_attempt_says_so_on_the_trial_and_is_not_repe
     assert (failed.value.reason, failed.value.attempts) == ("transport", 3)
     s.call(v, REQUEST, 1)  # the next trial calls the model without a second warm-up
     assert s.warm_ups == 1 and log == [("chat", "x:m", "hello")]
+
+
+class _CountingLock:
+    """A lock that counts how often it is taken."""
+
+    def __init__(self, lock):
+        self.lock, self.taken = lock, 0
+
+    def __enter__(self):
+        self.taken += 1
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+def test_a_built_model_is_handed_out_without_the_lock_and_replays_is_asked_once_per_model(cache, log):
+    """The loop asks `replays` and `call` (twice for the model) for every trial: a model already
+    built is read without taking the lock, and whether it replays answers is looked at once per URI."""
+    looked = []
+
+    class Replaying(Recorder):
+        @property
+        def lookup(self):
+            looked.append(self.name)
+            return lambda case_id, mode: None
+
+    s = TrialServices(cache, lambda uri: Replaying(uri, log) if uri == "rec:r" else Recorder(uri, log))
+    a, r = Variant("a", "rec:a"), Variant("r", "rec:r")
+    first = s.model(a)
+    s._lock = counting = _CountingLock(s._lock)
+    assert [s.replays(a), s.replays(r), s.replays(a), s.replays(r)] == [False, True, False, True]
+    assert looked == ["rec:r"]
+    taken = counting.taken  # building rec:r took it once
+    for i in range(3):
+        assert s.model(a) is first
+        s.call(a, REQUEST, i)
+    assert counting.taken - taken == 3  # the model-call counter only, for the three misses
