@@ -10,6 +10,7 @@ StorageFault (ragqual.store.faults).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 import sqlite3
@@ -67,7 +68,7 @@ WAL_CHECKPOINT_PAGES = 10_000  # ~40 MB of write-ahead log between checkpoints (
 WAL_CHECKPOINT_SET = "ragqual_wal_autocheckpoint"
 KNOWN_ROWS = "ragqual_known_rows"  # session.info: rows inserted with given ids, as SQLite returns them (the seal's)
 HIGH_WATER = "ragqual_high_water"  # session.info: each sealed table's highest id when the transaction took the lock
-ENCODINGS_HELD = 4096  # texts an `_OncePerObject` keeps; past that many it starts afresh
+ENCODINGS_HELD = 4096  # texts an `_OncePerObject` (or the texts' digests) keeps; past that many it starts afresh
 
 
 def utcnow() -> datetime:
@@ -170,6 +171,22 @@ def _bound_columns(conn: Connection, table: Table, keys: Sequence[str], columns:
     return sql, order, ordered, params
 
 
+def _executemany(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    """`sql` once per row of `rows` (an iterator will do) in one executemany straight on the driver's
+    cursor: each row is bound as it comes (SQLAlchemy wants a list, every row's tuple alive until
+    the statement ends). A driver error is raised as SQLAlchemy raises it (IntegrityError, ...)."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a checked-out connection has a driver connection"
+    error = conn.dialect.loaded_dbapi.Error
+    cursor = dbapi.cursor()
+    try:
+        cursor.executemany(sql, rows)
+    except error as exc:
+        raise DBAPIError.instance(sql, None, exc, error, dialect=conn.dialect, ismulti=True) from exc
+    finally:
+        cursor.close()
+
+
 def _ordered_columns(conn: Connection, table: Table, keys: Sequence[str], columns: Sequence[Sequence[Any]],
                      ) -> tuple[str, list[str], list[Sequence[Any]], bool]:
     """(the INSERT, its columns in bind order, their bound values column by column, whether the
@@ -220,8 +237,10 @@ def _as_is(process: Callable[[Any], Any], column: Sequence[Any]) -> bool:
 def _processed(process: Callable[[Any], Any], column: Sequence[Any]) -> list[Any]:
     """`process` over a column, once per distinct object: a batch's rows share one `created_at`
     (the same datetime object), which SQLite's processor would otherwise format once per row."""
-    distinct = {id(value): value for value in column}
-    done = {key: process(value) for key, value in distinct.items()}
+    first = column[0] if len(column) else None
+    if all(map(operator.is_, column, itertools.repeat(first))):  # one object in every row
+        return [process(first)] * len(column)
+    done = {key: process(value) for key, value in dict(zip(map(id, column), column)).items()}
     return list(map(done.__getitem__, map(id, column)))
 
 
@@ -286,6 +305,7 @@ class RunStore:
         self._affinity: dict[str, dict[str, str]] = {}
         self._prompts = _OncePerObject(_dump)  # rendered prompts (`_prompt_text`)
         self._per_category = _OncePerObject(canonical_json)  # score rows' per-category scores (`append_trials`)
+        self._digests: dict[str, str] = {}  # text -> sha256 of the long texts appended (`_trial_columns`)
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -376,7 +396,7 @@ class RunStore:
             first = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table.name}").scalar_one())
         sql, order, ordered, positional = _ordered_columns(conn, table, ["id", *keys],
                                                            [range(first, first + count), *columns])
-        conn.exec_driver_sql(sql, list(zip(*ordered, strict=True)))
+        _executemany(conn, sql, zip(*ordered, strict=True))
         if table.name in known:
             return
         affinity = self._affinities(conn, table.name)
@@ -678,7 +698,9 @@ class RunStore:
         }
         bodies: dict[str, str] = {}
         if self._has_texts(session):
-            values, bodies = texts.split_columns(values)  # a batch's trials share contexts and answers
+            if len(self._digests) >= ENCODINGS_HELD:
+                self._digests.clear()
+            values, bodies = texts.split_columns(values, self._digests)
         keys += values
         columns += values.values()
         cap = rows.cap_columns(recs)

@@ -45,9 +45,9 @@ def split(values: Mapping[str, str | None],
           digests: dict[str, str] | None = None) -> tuple[dict[str, str | None], dict[str, str]]:
     """A trial's text columns as stored from 0012 on: (the trial row's columns, {sha256: body}
     to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline.
-    `digests` (text -> its sha256, filled here) spares hashing a text again: the trials of one
-    batch repeat their prompts, contexts and answers (a dict look-up of an equal text costs a
-    fraction of its sha256)."""
+    `digests` (text -> its sha256, filled here) spares hashing a text again: the trials of a run
+    repeat their prompts, contexts and answers, within a batch and across batches (the run store
+    keeps one for its lifetime; a dict look-up of an equal text costs a fraction of its sha256)."""
     columns, bodies = split_columns({column: [value] for column, value in values.items()}, digests)
     row: dict[str, str | None] = {}
     for column in values:
