@@ -178,7 +178,7 @@ def _executemany(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> N
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None, "a checked-out connection has a driver connection"
     error = conn.dialect.loaded_dbapi.Error
-    cursor = dbapi.cursor()
+    cursor: Any = dbapi.cursor()  # SQLite's takes any iterable of rows (SQLAlchemy's type says a sequence)
     try:
         cursor.executemany(sql, rows)
     except error as exc:
