@@ -10,6 +10,7 @@ StorageFault (ragqual.store.faults).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import operator
 import sqlite3
@@ -27,7 +28,7 @@ from sqlalchemy.orm import Session
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.redact import redact_argv, redact_known, redact_text, redact_value
 from ragqual.errors import InputError
-from ragqual.store import db, faults, run_summaries, sealing, texts
+from ragqual.store import db, faults, rows, run_summaries, sealing, texts
 from ragqual.store.sealed_rows import SPANS_TABLE, is_covered
 from ragqual.store import rankings as rankings_layout
 from ragqual.store.models import (
@@ -56,6 +57,7 @@ from ragqual.store.records import (
     ScoreRow,
     TrialRecord,
 )
+from ragqual.store.rows import ASSERTION_COLUMNS, METRIC_COLUMNS, SCORE_COLUMNS
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -66,7 +68,7 @@ WAL_CHECKPOINT_PAGES = 10_000  # ~40 MB of write-ahead log between checkpoints (
 WAL_CHECKPOINT_SET = "ragqual_wal_autocheckpoint"
 KNOWN_ROWS = "ragqual_known_rows"  # session.info: rows inserted with given ids, as SQLite returns them (the seal's)
 HIGH_WATER = "ragqual_high_water"  # session.info: each sealed table's highest id when the transaction took the lock
-ENCODINGS_HELD = 4096  # texts an `_OncePerObject` keeps; past that many it starts afresh
+ENCODINGS_HELD = 4096  # texts an `_OncePerObject` (or the texts' digests) keeps; past that many it starts afresh
 
 
 def utcnow() -> datetime:
@@ -163,14 +165,56 @@ def _bound_columns(conn: Connection, table: Table, keys: Sequence[str], columns:
                    ) -> tuple[str, list[str], list[Sequence[Any]] | None, list[Any]]:
     """`_bound` for rows given column by column (`columns[i]` the values of `keys[i]`, all of one
     length): the processors run over whole columns and the rows are zipped in C."""
-    sql, order, convert, plain, positional = _statement(conn.dialect, table, tuple(keys))
-    if plain:
-        return sql, order, None, list(zip(*columns, strict=True))
-    ordered: list[Sequence[Any]] = [columns[i] if p is None or _as_is(p, columns[i]) else _processed(p, columns[i])
-                                    for i, p in convert]
+    sql, order, ordered, positional = _ordered_columns(conn, table, keys, columns)
     tuples = zip(*ordered, strict=True)
     params: list[Any] = list(tuples) if positional else [dict(zip(order, v, strict=True)) for v in tuples]
     return sql, order, ordered, params
+
+
+def _executemany(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    """`sql` once per row of `rows` (an iterator will do) in one executemany straight on the driver's
+    cursor: each row is bound as it comes (SQLAlchemy wants a list, every row's tuple alive until
+    the statement ends). A driver error is raised as SQLAlchemy raises it (IntegrityError, ...)."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "a checked-out connection has a driver connection"
+    error = conn.dialect.loaded_dbapi.Error
+    cursor: Any = dbapi.cursor()  # SQLite's takes any iterable of rows (SQLAlchemy's type says a sequence)
+    try:
+        cursor.executemany(sql, rows)
+    except error as exc:
+        raise DBAPIError.instance(sql, None, exc, error, dialect=conn.dialect, ismulti=True) from exc
+    finally:
+        cursor.close()
+
+
+def _without_null_columns(table: Table, keys: Sequence[str], columns: Sequence[Sequence[Any]],
+                          ) -> tuple[list[str], list[Sequence[Any]]]:
+    """`keys` and `columns` without the columns NULL in every row that the INSERT may leave out
+    (nullable, no default of SQLAlchemy's or the database's: left out, the row holds NULL all the
+    same, and a row digest leaves NULL columns out). SQLite's driver binds a None several times
+    slower than a number (each one goes through its adaptation protocol): a batch's trials leave
+    a third of their text columns, error and load time NULL."""
+    kept = [n for n, column in enumerate(columns)
+            if column.count(None) != len(column) or not _may_leave_out(table.c[keys[n]])]
+    if len(kept) == len(columns):
+        return list(keys), list(columns)
+    return [keys[n] for n in kept], [columns[n] for n in kept]
+
+
+def _may_leave_out(column: Any) -> bool:
+    return bool(column.nullable) and column.default is None and column.server_default is None
+
+
+def _ordered_columns(conn: Connection, table: Table, keys: Sequence[str], columns: Sequence[Sequence[Any]],
+                     ) -> tuple[str, list[str], list[Sequence[Any]], bool]:
+    """(the INSERT, its columns in bind order, their bound values column by column, whether the
+    driver takes each row as a tuple) for rows given column by column: each column's bind
+    processor run over the whole column (not at all when it would leave every value as it is)."""
+    sql, order, convert, plain, positional = _statement(conn.dialect, table, tuple(keys))
+    if plain:
+        return sql, order, list(columns), positional
+    return sql, order, [columns[i] if p is None or _as_is(p, columns[i]) else _processed(p, columns[i])
+                        for i, p in convert], positional
 
 
 Statement = tuple[str, list[str], list[tuple[int, Any]], bool, bool]
@@ -211,8 +255,10 @@ def _as_is(process: Callable[[Any], Any], column: Sequence[Any]) -> bool:
 def _processed(process: Callable[[Any], Any], column: Sequence[Any]) -> list[Any]:
     """`process` over a column, once per distinct object: a batch's rows share one `created_at`
     (the same datetime object), which SQLite's processor would otherwise format once per row."""
-    distinct = {id(value): value for value in column}
-    done = {key: process(value) for key, value in distinct.items()}
+    first = column[0] if len(column) else None
+    if all(map(operator.is_, column, itertools.repeat(first))):  # one object in every row
+        return [process(first)] * len(column)
+    done = {key: process(value) for key, value in dict(zip(map(id, column), column)).items()}
     return list(map(done.__getitem__, map(id, column)))
 
 
@@ -231,35 +277,6 @@ def _with_seal_head(detail: str | None, head: str | None) -> str:
     if not isinstance(body, dict):
         body = {"detail": detail}
     return json.dumps({**body, "seal_head": head}, sort_keys=True)
-
-
-def _output_cap_columns(rec: TrialRecord) -> dict[str, Any]:
-    """The output-cap columns (migration 0006), only when the trial carries them."""
-    if rec.raw_output_bytes is None:
-        return {}
-    return {"raw_output_bytes": rec.raw_output_bytes, "output_truncated": rec.output_truncated}
-
-
-ASSERTION_COLUMNS = ("trial_id", "batch", "assertion_id", "assertion_version", "category", "weight", "passed",
-                     "detail", "created_at")
-SCORE_COLUMNS = ("trial_id", "batch", "scorer_name", "scorer_version", "score", "perfect", "per_category",
-                 "created_at")
-METRIC_COLUMNS = ("run_id", "trial_id", "case_id", "group_key", "metric", "value", "scorer_version", "created_at")
-
-
-def _assertion_rows(trial_id: int, batch: str, assertions: Sequence[AssertionRow],
-                    now: datetime) -> list[tuple[Any, ...]]:
-    """A trial's `assertion_results` rows as tuples of ASSERTION_COLUMNS."""
-    return [(trial_id, batch, a.assertion_id, a.version, a.category, a.weight, a.passed, redact_known(a.detail), now)
-            for a in assertions]
-
-
-def _score_rows(trial_id: int, batch: str, scores: Sequence[ScoreRow], now: datetime,
-                per_category: Callable[[Any], str | None] = canonical_json) -> list[tuple[Any, ...]]:
-    """A trial's `trial_scores` rows as tuples of SCORE_COLUMNS (`per_category`: canonical_json,
-    or the same text made once per object, `_OncePerObject`)."""
-    return [(trial_id, batch, s.scorer_name, s.scorer_version, s.score, s.perfect, per_category(s.per_category), now)
-            for s in scores]
 
 
 def _slot_taken(recs: Sequence[TrialRecord]) -> str:
@@ -306,6 +323,7 @@ class RunStore:
         self._affinity: dict[str, dict[str, str]] = {}
         self._prompts = _OncePerObject(_dump)  # rendered prompts (`_prompt_text`)
         self._per_category = _OncePerObject(canonical_json)  # score rows' per-category scores (`append_trials`)
+        self._digests: dict[str, str] = {}  # text -> sha256 of the long texts appended (`_trial_columns`)
 
     @classmethod
     def open(cls, url: str, *, auto_create: bool = True, clock: Clock = utcnow) -> RunStore:
@@ -361,47 +379,49 @@ class RunStore:
             self._spans = inspect(session.connection()).has_table(SPANS_TABLE)
         return self._spans
 
-    def _text_columns(self, session: Session, values: dict[str, str | None], bodies: dict[str, str],
-                      digests: dict[str, str] | None = None) -> dict[str, str | None]:
-        """A trial's text columns: long texts named by hash, their bodies added to `bodies` for
-        `texts.store` (migration 0012, ragqual.store.texts); inline as before on an older schema.
-        `digests` (text -> sha256) spares hashing a text again within a batch."""
+    def _has_texts(self, session: Session) -> bool:
+        """Whether the database has `texts` (migration 0012: long texts go by hash; on an older
+        schema they stay inline), asked once per store."""
         if self._texts is None:
             self._texts = inspect(session.connection()).has_table(texts.TABLE)
-        if not self._texts:
-            return values
-        columns, found = texts.split(values, digests)
-        bodies.update(found)
-        return columns
+        return self._texts
 
     def _append_rows(self, session: Session, table: Table, keys: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Insert rows of `keys` with one executemany. On SQLite, in a sealed transaction, each row
-        is given its id (the table's highest id when the transaction took the lock, plus 1, 2, ...:
-        the ids SQLite would assign), and when SQLite returns every bound value as bound
-        (ragqual.store.sealing.returned_as_bound) the rows are kept for the seal, which then digests
-        them instead of reading them back. The stored rows are the same either way."""
-        if not rows:
+        """`_append_columns` of rows given as tuples of `keys`."""
+        if rows:
+            self._append_columns(session, table, keys, list(zip(*rows, strict=True)))
+
+    def _append_columns(self, session: Session, table: Table, keys: Sequence[str],
+                        columns: Sequence[Sequence[Any]]) -> None:
+        """Insert rows given column by column (`columns[i]` the values of `keys[i]`) with one
+        executemany. On SQLite, in a sealed transaction, each row is given its id (the table's
+        highest id when the transaction took the lock, plus 1, 2, ...: the ids SQLite would
+        assign), and when SQLite returns every bound value as bound
+        (ragqual.store.sealing.returned_as_bound) the columns are kept for the seal, which then
+        digests them instead of reading the rows back. The stored rows are the same either way."""
+        count = len(columns[0]) if columns else 0
+        if not count:
             return
         conn = session.connection()
         marks = session.info.get(HIGH_WATER)
         if conn.dialect.name != "sqlite" or marks is None:
-            bulk_insert_tuples(session, table, keys, rows)
+            bulk_insert_tuples(session, table, keys, list(zip(*columns, strict=True)))
             return
         known: dict[str, sealing.Bound | None] = session.info.setdefault(KNOWN_ROWS, {})
         first = marks[table.name] + 1
         if table.name in known:  # a second insert into the table: ids follow the rows already there
             known[table.name] = None
             first = int(conn.exec_driver_sql(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table.name}").scalar_one())
-        sql, order, columns, params = _bound_columns(conn, table, ["id", *keys],
-                                                     [range(first, first + len(rows)), *zip(*rows, strict=True)])
-        conn.exec_driver_sql(sql, params)
+        keys, columns = _without_null_columns(table, keys, columns)
+        sql, order, ordered, positional = _ordered_columns(conn, table, ["id", *keys],
+                                                           [range(first, first + count), *columns])
+        _executemany(conn, sql, zip(*ordered, strict=True))
         if table.name in known:
             return
         affinity = self._affinities(conn, table.name)
-        columns = columns if columns is not None else list(zip(*params, strict=True))
-        kept = all(sealing.returned_as_bound(affinity[name], column)
-                   for name, column in zip(order, columns, strict=True))
-        known[table.name] = (order, params) if kept and isinstance(params[0], tuple) else None
+        kept = positional and all(sealing.returned_as_bound(affinity[name], column)
+                                  for name, column in zip(order, ordered, strict=True))
+        known[table.name] = (order, ordered) if kept else None
 
     def _affinities(self, conn: Connection, table: str) -> dict[str, str]:
         """Each column's SQLite affinity, from the types the database declares (asked once per store)."""
@@ -660,24 +680,18 @@ class RunStore:
 
         def work(session: Session) -> list[int]:
             now = self.clock()
-            bodies: dict[str, str] = {}
-            digests: dict[str, str] = {}  # the repeats and modes of a case share prompts, contexts and answers
-            rows = [self._trial_row(session, rec, now, bodies, digests) for rec in recs]
+            keys, columns, bodies = self._trial_columns(session, recs, now)
             if bodies:
                 self._append_rows(session, table_of(StoredText), texts.STORED_COLUMNS, texts.missing(session, bodies))
-            trial_ids = self._insert_trials(session, rows)
-            assertions: list[tuple[Any, ...]] = []
-            scores: list[tuple[Any, ...]] = []
-            metrics: list[tuple[Any, ...]] = []
-            for trial_id, rec in zip(trial_ids, recs, strict=True):
-                batch = str(uuid.uuid4())
-                assertions += _assertion_rows(trial_id, batch, rec.assertions, now)
-                scores += _score_rows(trial_id, batch, rec.scores, now, self._per_category)
-                metrics += [(run_id, trial_id, rec.case_id, rec.mode, k, v, rec.metrics_version, now)
-                            for k, v in rec.metrics.items()]
-            self._append_rows(session, table_of(AssertionResult), ASSERTION_COLUMNS, assertions)
-            self._append_rows(session, table_of(TrialScore), SCORE_COLUMNS, scores)
-            self._append_rows(session, table_of(MetricValue), METRIC_COLUMNS, metrics)
+            trial_ids = self._insert_trials(session, keys, columns)
+            batches = [str(uuid.uuid4()) for _ in recs]
+            self._append_columns(session, table_of(AssertionResult), ASSERTION_COLUMNS,
+                                 rows.assertion_columns(trial_ids, batches, [rec.assertions for rec in recs], now))
+            self._append_columns(session, table_of(TrialScore), SCORE_COLUMNS,
+                                 rows.score_columns(trial_ids, batches, [rec.scores for rec in recs], now,
+                                                    self._per_category))
+            self._append_columns(session, table_of(MetricValue), METRIC_COLUMNS,
+                                 rows.metric_columns(run_id, trial_ids, recs, now))
             return trial_ids
 
         try:
@@ -687,35 +701,32 @@ class RunStore:
                 raise InputError(_slot_taken(recs)) from None
             raise
 
-    def _trial_row(self, session: Session, rec: TrialRecord, now: datetime, bodies: dict[str, str],
-                   digests: dict[str, str] | None = None) -> dict[str, Any]:
-        """The `trials` row of one record, credentials masked: the one place a trial row is built
-        (append_trial and append_trials both go through it). Long texts go by hash (migration
-        0012); their bodies are added to `bodies`, which the caller stores once per batch."""
-        return {
-            "run_id": rec.run_id,
-            "case_pk": rec.case_pk,
-            "variant_id": rec.variant_id,
-            "system_prompt_id": rec.system_prompt_id,
-            "mode": rec.mode,
-            "repeat_index": rec.repeat_index,
-            **self._text_columns(session, {
-                "rendered_prompt": self._prompt_text(rec.rendered_prompt),
-                "context": redact_known(rec.context),
-                "raw_output": _raw_output_text(rec),
-                "parsed_output": _dump(redact_known(rec.parsed_output)),
-            }, bodies, digests),
-            "error": None if rec.error is None else redact_text(rec.error),
-            "prompt_tokens": rec.prompt_tokens,
-            "completion_tokens": rec.completion_tokens,
-            "latency_ms": rec.latency_ms,
-            "load_ms": rec.load_ms,
-            "cost": rec.cost,
-            "cache_key": rec.cache_key,
-            "cache_hit": rec.cache_hit,
-            "created_at": now,
-            **_output_cap_columns(rec),
+    def _trial_columns(self, session: Session, recs: Sequence[TrialRecord], now: datetime,
+                       ) -> tuple[list[str], list[Sequence[Any]], dict[str, str]]:
+        """The `trials` rows of the records column by column, credentials masked: (their column
+        names, the columns, {sha256: body} of the texts they name, to store once per batch). The
+        one place a trial row is built (append_trial and append_trials both go through it). Long
+        texts go by hash (migration 0012, ragqual.store.texts); inline on an older schema."""
+        keys: list[str] = list(rows.TRIAL_COLUMNS)
+        columns = rows.trial_columns(recs, now)
+        values: dict[str, list[str | None]] = {
+            "rendered_prompt": [self._prompt_text(rec.rendered_prompt) for rec in recs],
+            "context": [redact_known(rec.context) for rec in recs],
+            "raw_output": list(map(_raw_output_text, recs)),
+            "parsed_output": [_dump(redact_known(rec.parsed_output)) for rec in recs],
         }
+        bodies: dict[str, str] = {}
+        if self._has_texts(session):
+            if len(self._digests) >= ENCODINGS_HELD:
+                self._digests.clear()
+            values, bodies = texts.split_columns(values, self._digests)
+        keys += values
+        columns += values.values()
+        cap = rows.cap_columns(recs)
+        if cap is not None:
+            keys += rows.CAP_COLUMNS
+            columns += cap
+        return keys, columns, bodies
 
     def _prompt_text(self, prompt: Any) -> str | None:
         """A trial's `rendered_prompt` column (before texts go by hash), `_dump` of the masked
@@ -727,7 +738,7 @@ class RunStore:
             return _dump(masked)
         return self._prompts(prompt)
 
-    def _insert_trials(self, session: Session, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def _insert_trials(self, session: Session, keys: Sequence[str], columns: Sequence[Sequence[Any]]) -> list[int]:
         """Insert `trials` rows with one executemany; their ids in the order given. Writers hold
         the writers' lock (ragqual.store.sealing.lock), so the ids above the table's highest id
         before the insert are exactly these rows, ascending in insertion order.
@@ -736,18 +747,17 @@ class RunStore:
         transaction took the lock (`high_water`), plus 1, 2, ... — the ids SQLite would assign
         itself, so nothing is read back. On PostgreSQL the serial sequence assigns them (an id
         given here would leave the sequence behind) and they are read back in one SELECT."""
-        keys = list(dict.fromkeys(k for row in rows for k in row))
-        tuples = [tuple(map(row.get, keys)) for row in rows]
+        count = len(columns[0])
         conn = session.connection()
         top = session.info.get(HIGH_WATER, {}).get("trials") if conn.dialect.name == "sqlite" else None
         if top is not None and "trials" not in session.info.get(KNOWN_ROWS, {}):
-            self._append_rows(session, table_of(Trial), keys, tuples)
-            return list(range(top + 1, top + 1 + len(rows)))
+            self._append_columns(session, table_of(Trial), keys, columns)
+            return list(range(top + 1, top + 1 + count))
         top = int(conn.exec_driver_sql("SELECT COALESCE(MAX(id), 0) FROM trials").scalar_one())
-        bulk_insert_tuples(session, table_of(Trial), keys, tuples)
+        bulk_insert_tuples(session, table_of(Trial), keys, list(zip(*columns, strict=True)))
         ids = [int(i) for i in session.execute(select(Trial.id).where(Trial.id > top).order_by(Trial.id)).scalars()]
-        if len(ids) != len(rows):
-            raise RuntimeError(f"expected {len(rows)} new trial ids above {top}, found {len(ids)}: "
+        if len(ids) != count:
+            raise RuntimeError(f"expected {count} new trial ids above {top}, found {len(ids)}: "
                                "another writer inserted trials without the writers' lock")
         return ids
 
@@ -757,8 +767,10 @@ class RunStore:
     ) -> str:
         batch = str(uuid.uuid4())
         bulk_insert_tuples(session, table_of(AssertionResult), ASSERTION_COLUMNS,
-                           _assertion_rows(trial_id, batch, assertions, now))
-        bulk_insert_tuples(session, table_of(TrialScore), SCORE_COLUMNS, _score_rows(trial_id, batch, scores, now))
+                           list(zip(*rows.assertion_columns([trial_id], [batch], [assertions], now), strict=True)))
+        bulk_insert_tuples(session, table_of(TrialScore), SCORE_COLUMNS,
+                           list(zip(*rows.score_columns([trial_id], [batch], [scores], now, canonical_json),
+                                    strict=True)))
         return batch
 
     def append_scoring(

@@ -139,9 +139,16 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
     each digest equal to `row_digest(dict(zip(names, row)))`."""
     if not rows:
         return []
+    return column_digests(names, list(zip(*rows, strict=True)))
+
+
+def column_digests(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> list[tuple[int, str]]:
+    """`row_digests` of rows given column by column (`columns[i]` the values of `names[i]`, all of
+    one length): what a writer that built its rows as columns hands the seal, not transposed."""
+    if not columns or not len(columns[0]):
+        return []
     at = names.index("id")
     order = sorted((i for i in range(len(names)) if i != at), key=lambda i: names[i])
-    columns = list(zip(*rows, strict=True))
     slow: set[int] = set()
     keys = [encode_basestring(names[i]) for i in order]
     template, cells = _batch_template(keys, [columns[i] for i in order], slow)
@@ -152,11 +159,11 @@ def row_digests(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tup
     elif cells:
         texts = map(template.__mod__, zip(*cells))
     else:
-        texts = itertools.repeat(template % (), len(rows))  # every column the same in every row
+        texts = itertools.repeat(template % (), len(columns[at]))  # every column the same in every row
     # sha256(text)[:16] of every row as one chain of C-level maps: no Python frame per row
     digests = list(map(_FIRST_CHARS, map(_HEX, map(hashlib.sha256, map(str.encode, texts)))))
     for n in slow:
-        digests[n] = row_digest(dict(zip(names, rows[n], strict=True)))
+        digests[n] = row_digest({name: column[n] for name, column in zip(names, columns, strict=True)})
     return list(zip(columns[at], digests, strict=True))
 
 
@@ -476,7 +483,8 @@ def _heads(cursor: Any, dialect: str, run_id: int | None) -> tuple[str, str | No
     return prev or GENESIS_PREV, run_prev
 
 
-Bound = tuple[Sequence[str], Sequence[Sequence[Any]]]  # (column names with "id", rows) as the database returns them
+Bound = tuple[Sequence[str], Sequence[Sequence[Any]]]
+"""(column names with "id", the rows' values column by column), as the database returns them."""
 
 
 def seal(session: Session, before: Mapping[str, int], run_id: int | None, *, spans: bool = True,
@@ -513,11 +521,12 @@ def _known_digests(bound: Bound | None, before: int, after: int) -> list[tuple[i
     """The digests of `bound` when its rows are exactly the ids before+1..after, in order (else None)."""
     if bound is None:
         return None
-    names, rows = bound
-    at = list(names).index("id")
-    if len(rows) != after - before or list(map(operator.itemgetter(at), rows)) != list(range(before + 1, after + 1)):
+    names, columns = bound
+    ids = columns[list(names).index("id")]
+    expected = range(before + 1, after + 1)
+    if len(ids) != len(expected) or (ids != expected and list(ids) != list(expected)):
         return None
-    return row_digests(names, rows)
+    return column_digests(names, columns)
 
 
 def append_watermark(conn: Connection, tables: Sequence[str]) -> str:

@@ -18,8 +18,9 @@ plain `sqlite3` or `psql` is one query:
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, text
@@ -44,23 +45,50 @@ def split(values: Mapping[str, str | None],
           digests: dict[str, str] | None = None) -> tuple[dict[str, str | None], dict[str, str]]:
     """A trial's text columns as stored from 0012 on: (the trial row's columns, {sha256: body}
     to store). Each text longer than INLINE_MAX goes by hash, a shorter one (or NULL) inline.
-    `digests` (text -> its sha256, filled here) spares hashing a text again: the trials of one
-    batch repeat their prompts, contexts and answers (a dict look-up of an equal text costs a
-    fraction of its sha256)."""
-    columns: dict[str, str | None] = {}
-    bodies: dict[str, str] = {}
-    for column, value in values.items():
-        if not isinstance(value, str) or len(value) <= INLINE_MAX:
-            columns[column] = value
-            continue
-        if digests is None:
-            digest = sha256_hex(value)
+    `digests` (text -> its sha256, filled here) spares hashing a text again: the trials of a run
+    repeat their prompts, contexts and answers, within a batch and across batches (the run store
+    keeps one for its lifetime; a dict look-up of an equal text costs a fraction of its sha256)."""
+    columns, bodies = split_columns({column: [value] for column, value in values.items()}, digests)
+    row: dict[str, str | None] = {}
+    for column in values:
+        digest = columns[hash_column(column)][0]
+        if digest is None:
+            row[column] = columns[column][0]
         else:
-            found = digests.get(value)
-            digest = digests[value] = sha256_hex(value) if found is None else found
-        bodies[digest] = value
-        columns[hash_column(column)] = digest
-    return columns, bodies
+            row[hash_column(column)] = digest
+    return row, bodies
+
+
+def by_hash(value: str | None) -> bool:
+    """Whether a text column's value goes by hash (longer than INLINE_MAX) rather than inline."""
+    return isinstance(value, str) and len(value) > INLINE_MAX
+
+
+def split_columns(values: Mapping[str, Sequence[str | None]],
+                  digests: dict[str, str] | None = None) -> tuple[dict[str, list[str | None]], dict[str, str]]:
+    """`split` of a batch of trials at once, column by column (`values[column][i]` the i-th
+    trial's): (each column and its `<column>_sha256` column, a long text NULL in the first and named
+    by its hash in the second; {sha256: body} to store, in the order `split` trial by trial would
+    add them). `digests` as for `split`."""
+    digests = {} if digests is None else digests
+    columns: dict[str, list[str | None]] = {}
+    found: dict[str, str] = {}
+    for column, given in values.items():
+        inline: list[str | None] = list(given)
+        hashes: list[str | None] = [None] * len(inline)
+        for n, value in enumerate(inline):
+            if value is None or not by_hash(value):
+                continue
+            digest = digests.get(value)
+            if digest is None:
+                digest = digests[value] = sha256_hex(value)
+            found[digest] = value
+            inline[n] = None
+            hashes[n] = digest
+        columns[column], columns[hash_column(column)] = inline, hashes
+    named = dict.fromkeys(itertools.chain.from_iterable(zip(*(columns[hash_column(c)] for c in values))))
+    named.pop(None, None)
+    return columns, {digest: found[digest] for digest in named if digest is not None}
 
 
 STORED_COLUMNS = ("sha256", "body")
