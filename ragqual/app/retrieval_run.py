@@ -126,7 +126,10 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     """Run each named configuration over the goldens and append everything to the history, the
     run's `label` (name, tags) in its params. The history is opened first: a database behind the
     current migration is refused before any search. `extra_params` adds to the run's recorded
-    parameters what only the results tell (a sweep's latency and index figures)."""
+    parameters what only the results tell (a sweep's latency and index figures). The corpus's caches
+    open on a background thread meanwhile (CorpusContext.open_caches_ahead)."""
+    if retriever is None:
+        corpus.open_caches_ahead()
     store = app.store()
     configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
