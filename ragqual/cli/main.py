@@ -144,13 +144,19 @@ def run() -> None:
     that asked for it (`end_with_the_command`) and with no other thread to wait for, the exit
     handlers run, the output is flushed and the process ends without the interpreter's teardown
     (freeing every module and object one by one: ~0.02-0.03 s of a warm bundled `ragqual
-    retrieval`, which has nothing left to close by then). Anything else ends as it always did."""
+    retrieval`, which has nothing left to close by then). Anything else ends as it always did, and
+    so does a process under a profiler or tracer (`python -m cProfile`, pyinstrument, coverage),
+    which writes its results when the program returns."""
     try:
         main()
     except SystemExit as stop:
-        if _ENDS_WITH_COMMAND and isinstance(stop.code, int) and not _other_threads():
+        if _ENDS_WITH_COMMAND and isinstance(stop.code, int) and not _watched() and not _other_threads():
             _end_now(stop.code)
         raise
+
+
+def _watched() -> bool:
+    return sys.getprofile() is not None or sys.gettrace() is not None
 
 
 def _other_threads() -> bool:
