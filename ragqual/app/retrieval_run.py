@@ -25,7 +25,6 @@ from ragqual.app.corpus import (
     preload,
     show_progress,
 )
-from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.runlabel import RunLabel, run_label
@@ -250,6 +249,8 @@ def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
 
 def write_trec_files(directory: Path, goldens: Sequence[Golden], results: dict[str, TierResult]) -> list[Path]:
     """Goldens as qrels and each strategy's document ranking as a TREC run (score = 1 / rank)."""
+    from ragqual.core import trec  # only with --export-trec
+
     directory.mkdir(parents=True, exist_ok=True)
     qrels = {g.id: dict(g.grades) for g in goldens if not g.expect_refusal}
     paths = [directory / "qrels.txt"]
