@@ -1,3 +1,3 @@
-from ragqual.cli.main import main
+from ragqual.cli.main import run
 
-main()
+run()

@@ -21,7 +21,7 @@ def edge_state(folder: Path, collection: str) -> str | None:
     shard = Path(folder) / collection
     if not (shard / CONFIG_FILE).is_file():
         return None
-    files = sorted(p for p in shard.rglob("*") if p.is_file() and (p.suffix == ".json" or "wal" in p.relative_to(shard).parts))
+    files = shard_files(shard)
     seen = tuple((str(p), *_identity(p)) for p in files)
     if _LAST.get(shard) is not None and _LAST[shard][0] == seen:
         return _LAST[shard][1]  # not one file touched since this process hashed them
@@ -31,6 +31,22 @@ def edge_state(folder: Path, collection: str) -> str | None:
         _hash_data(path, digest)
     _LAST[shard] = (seen, digest.hexdigest())
     return _LAST[shard][1]
+
+
+def shard_files(shard: Path) -> list[Path]:
+    """The files the state hashes, in path order: every `.json` file, and every file under a folder
+    named `wal` (or named `wal` itself), symbolic links to files included, linked folders not
+    entered. The same list as `Path.rglob("*")` filtered by `suffix` and `parts` gives, at a
+    fraction of the cost: the state is read several times per run."""
+    found = []
+    for directory, _, names in os.walk(shard):
+        in_wal = "wal" in Path(directory).relative_to(shard).parts
+        for name in names:
+            if in_wal or name == "wal" or (name.endswith(".json") and name != ".json"):  # Path.suffix == ".json"
+                path = os.path.join(directory, name)
+                if os.path.isfile(path):
+                    found.append(Path(path))
+    return sorted(found)
 
 
 _LAST: dict[Path, tuple[tuple[tuple[object, ...], ...], str]] = {}

@@ -352,12 +352,18 @@ class CachedEmbedder:
 
     WHAT = "embedding-cache"
 
-    def __init__(self, inner: Embedder, cache: diskcache.Cache | str | Path, notes: CacheNotes | None = None):
+    def __init__(self, inner: Embedder, cache: diskcache.Cache | str | Path, notes: CacheNotes | None = None, *,
+                 opened: diskcache.Cache | None = None):
+        """`cache`: a folder (opened and closed here) or an open cache (left open). `opened`: the
+        folder's cache opened already (adapters.cache_opener), owned and closed here like a folder's."""
         self.inner = inner
         self.notes = notes or CacheNotes()
         self._owns_notes = notes is None
         self._owns_cache = not isinstance(cache, diskcache.Cache)
-        self.cache: diskcache.Cache | None = cache if isinstance(cache, diskcache.Cache) else open_cache(cache, self.notes)
+        if isinstance(cache, diskcache.Cache):
+            self.cache: diskcache.Cache | None = cache
+        else:
+            self.cache = opened if opened is not None else open_cache(cache, self.notes)
         self.directory = str(cache.directory) if isinstance(cache, diskcache.Cache) else str(cache)
         self.hits = 0
         self.misses = 0

@@ -32,6 +32,8 @@ from ragqual.adapters.cache import CACHE_FAULTS, CacheNotes, decode_json, encode
 from ragqual.core.hashing import canonical_json, sha256_hex
 
 if TYPE_CHECKING:
+    import diskcache
+
     from ragqual.vocab import DenseIndex
 
 ENTRY_VERSION = 2  # 1: pickled values; 2: JSON bytes
@@ -96,11 +98,13 @@ class SearchCache:
 
     WHAT = "search-cache"
 
-    def __init__(self, directory: str | Path, *, read: bool = True, notes: CacheNotes | None = None):
+    def __init__(self, directory: str | Path, *, read: bool = True, notes: CacheNotes | None = None,
+                 opened: diskcache.Cache | None = None):
+        """`opened`: the folder's cache opened already (adapters.cache_opener), owned from now on."""
         self.directory = Path(directory)
         self.notes = notes or CacheNotes()
         self._owns_notes = notes is None
-        self.cache = open_cache(directory, self.notes)
+        self.cache = opened if opened is not None else open_cache(directory, self.notes)
         self.read = read
         self.hits = 0
         self.misses = 0

@@ -41,6 +41,7 @@ API_KEY_ENV = "QDRANT_API_KEY"
 ENGINE_ENV = "RAGQUAL_EMBEDDED_ENGINE"
 EDGE, LOCAL = "edge", "local"
 EDGE_FOLDER = "qdrant-edge"
+SEARCH_FOLDER, EMBEDDINGS_FOLDER = "search", "embeddings"  # the corpus's caches, under the cache folder
 
 
 def embedded_engine(settings: Any) -> str:
@@ -126,7 +127,28 @@ class CorpusContext:
             return inner
         from ragqual.adapters.embedders import CachedEmbedder
 
-        return CachedEmbedder(inner, self.app.settings.cache_dir() / "embeddings", self.app.cache_notes())
+        folder = self._cache_folder(EMBEDDINGS_FOLDER)
+        return CachedEmbedder(inner, folder, self.app.cache_notes(), opened=self._opened_ahead(folder))
+
+    def _cache_folder(self, name: str) -> Path:
+        return self.app.settings.cache_dir() / name
+
+    def open_caches_ahead(self) -> None:
+        """Start opening the search and embedding caches on a background thread
+        (adapters.cache_opener): a run that opens the history next overlaps their disk waits with
+        it. `search_cache` and `embedder` take them over; nothing is opened with `--cache off`,
+        when they are open already, or for a folder that holds no cache yet."""
+        if self.app.cache_mode == "off" or "opener" in self._open:
+            return
+        from ragqual.adapters.cache_opener import CacheOpener
+
+        names = [name for name, key in ((SEARCH_FOLDER, "search_cache"), (EMBEDDINGS_FOLDER, "embedder"))
+                 if key not in self._open]
+        self._open["opener"] = CacheOpener([self._cache_folder(name) for name in names])
+
+    def _opened_ahead(self, folder: Path) -> Any:
+        opener = self._open.get("opener")
+        return None if opener is None else opener.take(folder)
 
     @property
     def embedder_id(self) -> str:
@@ -192,8 +214,9 @@ class CorpusContext:
         if "search_cache" not in self._open:
             from ragqual.adapters.search_cache import SearchCache
 
-            self._open["search_cache"] = SearchCache(self.app.settings.cache_dir() / "search",
-                                                     read=self.app.cache_mode != "write-only", notes=self.app.cache_notes())
+            folder = self._cache_folder(SEARCH_FOLDER)
+            self._open["search_cache"] = SearchCache(folder, read=self.app.cache_mode != "write-only",
+                                                     notes=self.app.cache_notes(), opened=self._opened_ahead(folder))
         return self._open["search_cache"]
 
     def index_scope(self) -> str | None:
@@ -229,6 +252,9 @@ class CorpusContext:
         return EvalIndex(self.client(), self.collection, None)
 
     def close(self) -> None:
+        opener = self._open.pop("opener", None)
+        if opener is not None:
+            opener.close()
         search_cache = self._open.pop("search_cache", None)
         if search_cache is not None:
             search_cache.close()

@@ -25,7 +25,6 @@ from ragqual.app.corpus import (
     preload,
     show_progress,
 )
-from ragqual.core import trec
 from ragqual.core.goldens import Golden, goldens_hash, select
 from ragqual.core.hashing import canonical_json, sha256_hex
 from ragqual.core.runlabel import RunLabel, run_label
@@ -126,7 +125,10 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     """Run each named configuration over the goldens and append everything to the history, the
     run's `label` (name, tags) in its params. The history is opened first: a database behind the
     current migration is refused before any search. `extra_params` adds to the run's recorded
-    parameters what only the results tell (a sweep's latency and index figures)."""
+    parameters what only the results tell (a sweep's latency and index figures). The corpus's caches
+    open on a background thread meanwhile (CorpusContext.open_caches_ahead)."""
+    if retriever is None:
+        corpus.open_caches_ahead()
     store = app.store()
     configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
@@ -247,6 +249,8 @@ def ablation_configs(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
 
 def write_trec_files(directory: Path, goldens: Sequence[Golden], results: dict[str, TierResult]) -> list[Path]:
     """Goldens as qrels and each strategy's document ranking as a TREC run (score = 1 / rank)."""
+    from ragqual.core import trec  # only with --export-trec
+
     directory.mkdir(parents=True, exist_ok=True)
     qrels = {g.id: dict(g.grades) for g in goldens if not g.expect_refusal}
     paths = [directory / "qrels.txt"]

@@ -10,6 +10,7 @@ same path: a run is marked `interrupted` and named with the command that resumes
 from __future__ import annotations
 
 import sys
+import threading
 
 import click
 
@@ -127,6 +128,53 @@ def _main(args: list[str]) -> None:
             _fail(fault)
         endings.internal_error(exc, *endings.invocation(args, cli))
     sys.exit(0)
+
+
+_ENDS_WITH_COMMAND: list[bool] = []
+
+
+def end_with_the_command() -> None:
+    """Called by a command that closes everything it opened before it returns (`retrieval`): when
+    the process is the program (`run`), it then ends as soon as its exit handlers have run."""
+    _ENDS_WITH_COMMAND.append(True)
+
+
+def run() -> None:
+    """The program (`python -m ragqual`, the `ragqual` script): `main`, and then, after a command
+    that asked for it (`end_with_the_command`) and with no other thread to wait for, the exit
+    handlers run, the output is flushed and the process ends without the interpreter's teardown
+    (freeing every module and object one by one: ~0.02-0.03 s of a warm bundled `ragqual
+    retrieval`, which has nothing left to close by then). Anything else ends as it always did, and
+    so does a process under a profiler or tracer (`python -m cProfile`, pyinstrument, coverage),
+    which writes its results when the program returns."""
+    try:
+        main()
+    except SystemExit as stop:
+        if _ENDS_WITH_COMMAND and isinstance(stop.code, int) and not _watched() and not _other_threads():
+            _end_now(stop.code)
+        raise
+
+
+def _watched() -> bool:
+    return sys.getprofile() is not None or sys.gettrace() is not None
+
+
+def _other_threads() -> bool:
+    main_thread = threading.main_thread()
+    return any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
+def _end_now(code: int) -> None:
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()  # what the interpreter runs first on its way out (and then forgets)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return  # the interpreter's own exit reports it, as it always did
+    os._exit(code)
 
 
 def _fail(exc: RagqualError) -> None:

@@ -12,6 +12,7 @@ from ragqual.app.corpus import CorpusOptions
 from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, freeze_at_exit, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
+from ragqual.cli.main import end_with_the_command
 from ragqual.core.display import fmt_ms
 from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json
@@ -68,6 +69,7 @@ def retrieval_cmd(app: AppContext, corpus_opts: CorpusOptions, strategies, ablat
                                expand=expand, rerank=rerank, stem=stem, write_report=write, export_trec=export_trec,
                                distractors=distractors, name=name, run_tags=run_tags)
     freeze_at_exit()  # the process ends with the command
+    end_with_the_command()
     outcome = retrieval_tier(app, corpus_opts, options)
     _print(app, outcome, ablate, show_misses)
     if write:

@@ -23,7 +23,6 @@ when first searched with.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -354,6 +353,8 @@ def _validate(obj: dict[str, Any], known: frozenset[str]) -> list[str]:
 
 
 def _suggest(word: str, choices: Collection[str]) -> str:
+    import difflib  # only to name a typo's likely fix
+
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

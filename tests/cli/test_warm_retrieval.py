@@ -173,3 +173,18 @@ def test_freeze_at_exit_is_registered_once(monkeypatch):
     retrieval_run.freeze_at_exit()
     retrieval_run.freeze_at_exit()
     assert registered == [gc.freeze]
+
+
+def test_the_program_ends_with_every_database_closed_and_the_same_report(workdir, shared_cache):
+    """`python -m ragqual retrieval` ends without the interpreter's teardown (cli.main.run): the
+    history and the caches are closed before that, so no write-ahead log is left behind."""
+    cold = invoke("--json", "retrieval")
+    assert cold.exit_code == 0, cold.output
+    env = {k: v for k, v in os.environ.items() if k != "RAGQUAL_DB"}
+    done = subprocess.run([sys.executable, "-m", "ragqual", "--json", "retrieval"], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["quality"] == json.loads(cold.stdout)["quality"]
+    left = [p for root in (workdir / "eval-results", shared_cache) for p in root.rglob("*")
+            if p.name.endswith(("-wal", "-shm"))]
+    assert left == []
