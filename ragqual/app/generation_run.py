@@ -15,7 +15,7 @@ from ragqual.app.failures import run_gap_causes, run_gap_causes_and_trials
 from ragqual.app.gates import require_finished
 from ragqual.app.rag_subject import rag_subject
 from ragqual.app.resume import generation_resume_plan
-from ragqual.app.retrieval_run import settled_objects_frozen
+from ragqual.app.collector import settled_objects_frozen
 from ragqual.app.whatif_run import measured_advice
 from ragqual.core.diagnosis import CauseCount
 from ragqual.core.goldens import Golden, select

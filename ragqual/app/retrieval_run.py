@@ -3,11 +3,7 @@ append everything to the history, and return what a report needs (no printing)."
 
 from __future__ import annotations
 
-import atexit
-import gc
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ragqual.adapters.provenance import capture
+from ragqual.app.collector import settled_objects_frozen
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import (
     CorpusContext,
@@ -134,50 +131,6 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     retriever = retriever or build_retriever(corpus)
     with settled_objects_frozen():
         return _retrieve_and_append(app, store, corpus, goldens, configs, kind, retriever, label, extra_params)
-
-
-_FREEZING = threading.local()  # set while this thread's `settled_objects_frozen` owns the freeze
-
-
-@contextmanager
-def settled_objects_frozen() -> Iterator[None]:
-    """Keep Python's cyclic garbage collector off the objects that exist on entry (the imported
-    modules, then the corpus, the goldens, the history's engine and the retriever) until the block
-    ends: a nested block freezes what was made since. A warm bundled `ragqual retrieval` makes
-    ~250 young collections and one or two full ones, and each full one traversed every module,
-    chunk and golden again: 0.1-0.15 s of the run's CPU went to the collector (gc.callbacks),
-    ~0.05 s of it once they are frozen (`gc.freeze`). What the run makes is still collected as
-    usual; the frozen objects are given back to the collector when the outermost block ends
-    (`gc.unfreeze`). Left alone when the collector is off or something else froze objects."""
-    if getattr(_FREEZING, "owned", False):
-        gc.freeze()
-        yield
-        return
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    _FREEZING.owned = True
-    try:
-        yield
-    finally:
-        _FREEZING.owned = False
-        gc.unfreeze()
-
-
-def freeze_at_exit() -> None:
-    """For a process that ends with the run (the command line): freeze every object when the
-    interpreter starts to exit (`atexit`), so its last collections, which traverse every live
-    object while the modules are torn down, skip them. Measured on a warm bundled `ragqual
-    retrieval`: ~0.13 s of CPU from the last exit handler to the process's end, ~0.02 s frozen.
-    Objects are still freed by reference counting as the modules are cleared; exit handlers
-    registered before this one (temporary folders, logging) still run after it."""
-    if not _EXIT_FREEZE:
-        atexit.register(gc.freeze)
-        _EXIT_FREEZE.append(True)
-
-
-_EXIT_FREEZE: list[bool] = []
 
 
 def _retrieve_and_append(app: AppContext, store: Any, corpus: CorpusContext, goldens: Sequence[Golden],

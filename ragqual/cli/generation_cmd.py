@@ -8,7 +8,7 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.resume import given_label_flags
-from ragqual.app.retrieval_run import freeze_at_exit
+from ragqual.app.collector import freeze_at_exit
 from ragqual.app.generation_run import (
     DEFAULTS,
     GenerationOptions,

@@ -15,6 +15,7 @@ import threading
 import click
 
 from ragqual import __version__
+from ragqual.app.collector import imports_given_back, imports_settled
 from ragqual.cli import endings
 from ragqual.cli.commands import COMMANDS, SUMMARIES
 from ragqual.errors import EXIT_INTERRUPTED, RagqualError
@@ -42,7 +43,14 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attr = COMMANDS[name]
-        return getattr(importlib.import_module(module), attr)
+        if module in sys.modules:
+            return getattr(sys.modules[module], attr)
+        with imports_settled():  # the collector stays off what the imports make (app.collector)
+            return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx: click.Context) -> object:
+        with imports_given_back():  # the command's import freeze ends with it unless a run took it over
+            return super().invoke(ctx)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_json(args))

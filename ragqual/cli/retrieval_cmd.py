@@ -9,7 +9,8 @@ import click
 
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
-from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, freeze_at_exit, retrieval_tier
+from ragqual.app.collector import freeze_at_exit
+from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.cli.main import end_with_the_command

@@ -136,14 +136,14 @@ def test_the_trial_loop_runs_with_the_settled_objects_frozen_and_unfreezes_them(
 
 def test_the_command_freezes_every_object_as_the_process_exits(monkeypatch, workdir):
     """`ragqual generation` ends its process, so, as `ragqual retrieval` does, it has the objects
-    frozen at exit (`retrieval_run.freeze_at_exit`): the interpreter's last collections skip them."""
+    frozen at exit (`collector.freeze_at_exit`): the interpreter's last collections skip them."""
     import gc
 
-    from ragqual.app import retrieval_run
+    from ragqual.app import collector
 
     registered: list[object] = []
-    monkeypatch.setattr(retrieval_run.atexit, "register", registered.append)
-    monkeypatch.setattr(retrieval_run, "_EXIT_FREEZE", [])
+    monkeypatch.setattr(collector.atexit, "register", registered.append)
+    monkeypatch.setattr(collector, "_EXIT_FREEZE", [])
     result = invoke("generation", "--model", "mock", "--all-modes", "--limit", "2", "--repeats", "1")
     assert result.exit_code == 0, result.output
     assert registered == [gc.freeze]

@@ -109,7 +109,7 @@ def test_the_run_appends_with_the_settled_objects_frozen_and_unfreezes_them(work
 def test_settled_objects_frozen_nests_and_leaves_another_freeze_and_a_disabled_collector_alone():
     import gc
 
-    from ragqual.app.retrieval_run import settled_objects_frozen
+    from ragqual.app.collector import settled_objects_frozen
 
     enabled = gc.isenabled()
     try:
@@ -165,13 +165,13 @@ def test_the_command_freezes_every_object_as_the_process_exits(workdir):
 def test_freeze_at_exit_is_registered_once(monkeypatch):
     import gc
 
-    from ragqual.app import retrieval_run
+    from ragqual.app import collector
 
     registered = []
-    monkeypatch.setattr(retrieval_run.atexit, "register", registered.append)
-    monkeypatch.setattr(retrieval_run, "_EXIT_FREEZE", [])
-    retrieval_run.freeze_at_exit()
-    retrieval_run.freeze_at_exit()
+    monkeypatch.setattr(collector.atexit, "register", registered.append)
+    monkeypatch.setattr(collector, "_EXIT_FREEZE", [])
+    collector.freeze_at_exit()
+    collector.freeze_at_exit()
     assert registered == [gc.freeze]
 
 
