@@ -6,9 +6,15 @@ from typing import Any
 
 import click
 
+# Every run opens the history, the SQLite driver and the caches: imported with the command, under
+# its import freeze (app.collector.imports_settled), not later, where collections traverse them.
+import ragqual.adapters.embedders  # noqa: F401
+import ragqual.adapters.search_cache  # noqa: F401
+import ragqual.store.runstore  # noqa: F401
+import sqlalchemy.dialects.sqlite  # noqa: F401
+from ragqual.app.collector import freeze_at_exit
 from ragqual.app.context import AppContext
 from ragqual.app.resume import given_label_flags
-from ragqual.app.collector import freeze_at_exit
 from ragqual.app.generation_run import (
     DEFAULTS,
     GenerationOptions,

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import click
 
+# Every run opens the history, the SQLite driver and the caches: imported with the command, under
+# its import freeze (app.collector.imports_settled), not later, where collections traverse them.
+import ragqual.adapters.embedders  # noqa: F401
+import ragqual.adapters.search_cache  # noqa: F401
+import ragqual.store.runstore  # noqa: F401
+import ragqual.subjects.rag  # noqa: F401
+import sqlalchemy.dialects.sqlite  # noqa: F401
+from ragqual.app.collector import freeze_at_exit
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
-from ragqual.app.collector import freeze_at_exit
 from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrieval_tier
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
