@@ -6,12 +6,6 @@ from typing import Any
 
 import click
 
-# Every run opens the history, the SQLite driver and the caches: imported with the command, under
-# its import freeze (app.collector.imports_settled), not later, where collections traverse them.
-import ragqual.adapters.embedders  # noqa: F401
-import ragqual.adapters.search_cache  # noqa: F401
-import ragqual.store.runstore  # noqa: F401
-import sqlalchemy.dialects.sqlite  # noqa: F401
 from ragqual.app.collector import freeze_at_exit
 from ragqual.app.context import AppContext
 from ragqual.app.resume import given_label_flags
@@ -34,6 +28,7 @@ from ragqual.cli.generation_tables import decomposition_text, mode_table
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.cli.progress import progress_printer
 from ragqual.cli.worker_lines import WORKER_HELP, joined_printer, worker_done
+from ragqual.cli import run_modules  # noqa: F401  (what every run opens, loaded with the command)
 from ragqual.core.diagnosis import CauseCount
 from ragqual.pipeline.retrieval import STRATEGIES
 from ragqual.subjects.rag import MODES

@@ -7,13 +7,6 @@ from pathlib import Path
 
 import click
 
-# Every run opens the history, the SQLite driver and the caches: imported with the command, under
-# its import freeze (app.collector.imports_settled), not later, where collections traverse them.
-import ragqual.adapters.embedders  # noqa: F401
-import ragqual.adapters.search_cache  # noqa: F401
-import ragqual.store.runstore  # noqa: F401
-import ragqual.subjects.rag  # noqa: F401
-import sqlalchemy.dialects.sqlite  # noqa: F401
 from ragqual.app.collector import freeze_at_exit
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import CorpusOptions
@@ -21,6 +14,7 @@ from ragqual.app.retrieval_run import RetrievalOptions, RetrievalOutcome, retrie
 from ragqual.cli.corpus_options import corpus_options
 from ragqual.cli.label_options import GOLDEN_OR_RUN_TAG_HELP, golden_and_run_tags, name_option
 from ragqual.cli.main import end_with_the_command
+from ragqual.cli import run_modules  # noqa: F401  (what every run opens, loaded with the command)
 from ragqual.core.display import fmt_ms
 from ragqual.core.metric_names import RETRIEVAL_HEADLINE as HEADLINE
 from ragqual.pipeline.report import headline_for, metric_table, quality_markdown, render_json
