@@ -60,6 +60,11 @@ def _mapped(cls: type[_Model]) -> type[_Model]:
     return cls
 
 
+def _table(name: str, *items: SchemaItem) -> FromClause:
+    """A table of `Base.metadata`, typed as a mapped class's `__table__` (a FromClause, as declarative types it)."""
+    return Table(name, Base.metadata, *items)
+
+
 def _column(name: str, type_: TypeEngine[Any] | type[TypeEngine[Any]], *args: SchemaItem, nullable: bool = False,
             **kwargs: Any) -> Column[Any]:
     """A column NOT NULL unless `nullable` (what `Mapped[X]` and `Mapped[X | None]` declare)."""
@@ -70,8 +75,8 @@ def _column(name: str, type_: TypeEngine[Any] | type[TypeEngine[Any]], *args: Sc
 class Run(Base):
     """One invocation: what was asked for and the provenance it ran with."""
 
-    __table__ = Table(
-        "runs", Base.metadata,
+    __table__ = _table(
+        "runs",
         _column("id", Integer, primary_key=True),
         _column("kind", String(32)),  # retrieval | generation | subject | sweep
         _column("subject", String(128), nullable=True),
@@ -108,8 +113,8 @@ class Run(Base):
 class RunEvent(Base):
     """started / finished / interrupted / failed / resumed: the run's status is its last event."""
 
-    __table__ = Table(
-        "run_events", Base.metadata,
+    __table__ = _table(
+        "run_events",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id"), index=True),
         _column("event", String(32)),
@@ -126,8 +131,8 @@ class RunEvent(Base):
 
 @_mapped
 class SystemPrompt(Base):
-    __table__ = Table(
-        "system_prompts", Base.metadata,
+    __table__ = _table(
+        "system_prompts",
         _column("id", Integer, primary_key=True),
         _column("sha256", String(64), unique=True),
         _column("text", Text),
@@ -139,8 +144,8 @@ class SystemPrompt(Base):
 
 @_mapped
 class VariantConfig(Base):
-    __table__ = Table(
-        "variant_configs", Base.metadata,
+    __table__ = _table(
+        "variant_configs",
         _column("id", Integer, primary_key=True),
         _column("sha256", String(64), unique=True),
         _column("name", String(256)),
@@ -160,8 +165,8 @@ class VariantConfig(Base):
 class CaseDef(Base):
     """A case (or golden) exactly as it was when a trial ran, by id + content hash."""
 
-    __table__ = Table(
-        "cases", Base.metadata,
+    __table__ = _table(
+        "cases",
         _column("id", Integer, primary_key=True),
         _column("subject", String(128)),
         _column("case_id", String(128), index=True),
@@ -183,8 +188,8 @@ class CaseAlias(Base):
     """An older id of a case and the id that replaced it (migration 0005: the generation tier's
     uuid5 ids of the goldens -> the golden ids both tiers use now). Views read case ids through it."""
 
-    __table__ = Table(
-        "case_aliases", Base.metadata,
+    __table__ = _table(
+        "case_aliases",
         _column("id", Integer, primary_key=True),
         _column("subject", String(128)),
         _column("alias", String(128)),
@@ -201,8 +206,8 @@ class CaseAlias(Base):
 
 @_mapped
 class AssertionDef(Base):
-    __table__ = Table(
-        "assertion_defs", Base.metadata,
+    __table__ = _table(
+        "assertion_defs",
         _column("id", Integer, primary_key=True),
         _column("assertion_id", String(128), index=True),
         _column("version", Integer),
@@ -225,8 +230,8 @@ class AssertionDef(Base):
 
 @_mapped
 class CorpusSnapshot(Base):
-    __table__ = Table(
-        "corpus_snapshots", Base.metadata,
+    __table__ = _table(
+        "corpus_snapshots",
         _column("id", Integer, primary_key=True),
         _column("fingerprint", String(64), unique=True),
         _column("documents", Text),  # JSON list of {doc_id, sha256, chars}
@@ -246,8 +251,8 @@ class CorpusSnapshot(Base):
 class Trial(Base):
     """One (variant x case x mode x repeat) execution with everything needed to audit it."""
 
-    __table__ = Table(
-        "trials", Base.metadata,
+    __table__ = _table(
+        "trials",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id"), index=True),
         _column("case_pk", Integer, ForeignKey("cases.id"), index=True),
@@ -311,8 +316,8 @@ class Trial(Base):
 
 @_mapped
 class AssertionResult(Base):
-    __table__ = Table(
-        "assertion_results", Base.metadata,
+    __table__ = _table(
+        "assertion_results",
         _column("id", Integer, primary_key=True),
         _column("trial_id", Integer, ForeignKey("trials.id"), index=True),
         _column("batch", String(36)),  # shared with the trial_scores row of the same scoring
@@ -339,8 +344,8 @@ class AssertionResult(Base):
 
 @_mapped
 class TrialScore(Base):
-    __table__ = Table(
-        "trial_scores", Base.metadata,
+    __table__ = _table(
+        "trial_scores",
         _column("id", Integer, primary_key=True),
         _column("trial_id", Integer, ForeignKey("trials.id"), index=True),
         _column("batch", String(36)),
@@ -368,8 +373,8 @@ class TrialScore(Base):
 class MetricValue(Base):
     """One named number for one question of one run (retrieval or generation), for SQL reports."""
 
-    __table__ = Table(
-        "metric_values", Base.metadata,
+    __table__ = _table(
+        "metric_values",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("trial_id", Integer, ForeignKey("trials.id"), index=True, nullable=True),
@@ -397,8 +402,8 @@ class RetrievalResult(Base):
     """One ranked chunk of a retrieval run written before migration 0007 (kept, never rewritten;
     later runs store `retrieval_rankings`)."""
 
-    __table__ = Table(
-        "retrieval_results", Base.metadata,
+    __table__ = _table(
+        "retrieval_results",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("strategy", String(64)),
@@ -426,8 +431,8 @@ class RetrievalRanking(Base):
     their length. Replaces one `retrieval_results` row per rank; the view `v_retrieval_hits` shows
     both layouts as one row per ranked chunk, and ragqual.store.rankings encodes and expands them."""
 
-    __table__ = Table(
-        "retrieval_rankings", Base.metadata,
+    __table__ = _table(
+        "retrieval_rankings",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("strategy", String(64)),
@@ -457,8 +462,8 @@ class Seal(Base):
     sha256 over prev_digest, run_prev_digest, run_id and `rows` (ragqual.store.sealing).
     """
 
-    __table__ = Table(
-        "seals", Base.metadata,
+    __table__ = _table(
+        "seals",
         _column("id", Integer, primary_key=True),
         _column("kind", String(16)),  # genesis | rows
         _column("run_id", Integer, ForeignKey("runs.id"), nullable=True),
@@ -483,8 +488,8 @@ class SealSpan(Base):
     test, so that readers use only covered rows (ragqual.store.sealed_rows). `ragqual verify`
     recomputes every span from the seals."""
 
-    __table__ = Table(
-        "seal_spans", Base.metadata,
+    __table__ = _table(
+        "seal_spans",
         _column("id", Integer, primary_key=True),
         _column("seal_id", Integer, ForeignKey("seals.id")),
         _column("table_name", String(64)),
@@ -505,8 +510,8 @@ class Label(Base):
     `ragqual labels import` append them; a correction is a newer row for the same (trial,
     criterion, labeller) and readers take the newest (ragqual.store.labels)."""
 
-    __table__ = Table(
-        "labels", Base.metadata,
+    __table__ = _table(
+        "labels",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("trial_id", Integer, ForeignKey("trials.id")),
@@ -538,8 +543,8 @@ class PricingSnapshot(Base):
     """A price list exactly as a run or a reprice used it (migration 0011), interned by hash like
     `system_prompts`: canonical JSON of ragqual.core.pricing.PriceList.canonical()."""
 
-    __table__ = Table(
-        "pricing_snapshots", Base.metadata,
+    __table__ = _table(
+        "pricing_snapshots",
         _column("id", Integer, primary_key=True),
         _column("sha256", String(64), unique=True),
         _column("body", Text),
@@ -556,8 +561,8 @@ class TrialCost(Base):
     """A trial's cost under one pricing snapshot (migration 0011); NULL cost = unpriced. Readers
     take a trial's newest row, or the row of a pinned snapshot, else `trials.cost`."""
 
-    __table__ = Table(
-        "trial_costs", Base.metadata,
+    __table__ = _table(
+        "trial_costs",
         _column("id", Integer, primary_key=True),
         _column("trial_id", Integer, ForeignKey("trials.id")),
         _column("snapshot_id", Integer, ForeignKey("pricing_snapshots.id")),
@@ -582,8 +587,8 @@ class Judgement(Base):
     when the judge's reply could not be read. The rubric text is interned in `system_prompts`
     under `rubric_sha256`."""
 
-    __table__ = Table(
-        "judgements", Base.metadata,
+    __table__ = _table(
+        "judgements",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("target_run_id", Integer, ForeignKey("runs.id")),
@@ -629,8 +634,8 @@ class JudgeAudit(Base):
     """An agreement audit of a judge against human labels on one run (migration 0010), keyed on
     the rubric hash and the judge model's digest so an old audit can be re-read and compared."""
 
-    __table__ = Table(
-        "judge_audits", Base.metadata,
+    __table__ = _table(
+        "judge_audits",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("criterion", String(64)),
@@ -657,8 +662,8 @@ class StoredText(Base):
     raw or parsed output, exactly as the trial column would hold it. Trials name it by `sha256`;
     the view `v_trial_texts` shows every trial's texts from either layout."""
 
-    __table__ = Table(
-        "texts", Base.metadata,
+    __table__ = _table(
+        "texts",
         _column("id", Integer, primary_key=True),
         _column("sha256", String(64), unique=True),
         _column("body", Text),
@@ -678,8 +683,8 @@ class RunSummary(Base):
     watermark) and read the rows otherwise; `ragqual verify` recomputes every current summary
     (ragqual.store.run_summaries)."""
 
-    __table__ = Table(
-        "run_summaries", Base.metadata,
+    __table__ = _table(
+        "run_summaries",
         _column("id", Integer, primary_key=True),
         _column("run_id", Integer, ForeignKey("runs.id")),
         _column("seal_id", Integer, ForeignKey("seals.id"), nullable=True),
