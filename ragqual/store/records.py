@@ -12,6 +12,9 @@ from ragqual.core.runlabel import RunLabel
 
 @dataclass(frozen=True)
 class Provenance:
+    """What a run ran with (git state, versions, command line, inputs' hashes, parameters): stored
+    in its `runs` row, `as_dict()` as the `provenance` JSON."""
+
     git_sha: str | None
     git_dirty: bool | None
     git_note: str  # "ok" or why there is no sha ("not a git checkout")
@@ -40,6 +43,8 @@ class Provenance:
 
 @dataclass(frozen=True)
 class RunInfo:
+    """One run as read back: its `runs` row, the last event it recorded (`status`) and when it ended."""
+
     id: int
     kind: str
     subject: str | None
@@ -62,6 +67,8 @@ class RunInfo:
 
 @dataclass(frozen=True)
 class AssertionRow:
+    """One check's verdict on one trial (an `assertion_results` row)."""
+
     assertion_id: str
     version: int
     category: str
@@ -72,6 +79,8 @@ class AssertionRow:
 
 @dataclass(frozen=True)
 class ScoreRow:
+    """One scorer's score of one trial, with its per-category scores (a `trial_scores` row)."""
+
     scorer_name: str
     scorer_version: int
     score: float
