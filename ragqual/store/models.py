@@ -281,9 +281,7 @@ class Trial(Base):
         _column("context_sha256", String(64), nullable=True),
         _column("raw_output_sha256", String(64), nullable=True),
         _column("parsed_output_sha256", String(64), nullable=True),
-        UniqueConstraint(
-        "run_id", "case_pk", "variant_id", "mode", "repeat_index", name="uq_trials_slot"
-        ),
+        UniqueConstraint("run_id", "case_pk", "variant_id", "mode", "repeat_index", name="uq_trials_slot"),
         Index("ix_trials_run_mode", "run_id", "mode"),
     )
     id: Mapped[int]
