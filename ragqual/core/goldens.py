@@ -26,14 +26,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from ragqual.core import jsonline
 from ragqual.core.hashing import hash_value
 from ragqual.core.textmatch import InvalidPattern, compile_pattern, compiled, is_vouched
 from ragqual.errors import InputError, Issue, ValidationFailed
+
+if TYPE_CHECKING:
+    import regex  # only for annotations: patterns are compiled by core.textmatch, when needed
 
 ROLES = ("user", "assistant")
 SPLITS = ("validation", "test")
