@@ -35,6 +35,8 @@ QRELS_PREFIX = "qrels"
 
 @dataclass(frozen=True)
 class Loaded:
+    """A corpus and its goldens as read, with the layout each was found in (ragqual, BEIR or TREC)."""
+
     documents: list[Document]
     goldens: list[Golden]
     corpus_layout: str
@@ -85,6 +87,8 @@ def _tree(root: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class Sniffed:
+    """The start of a file, enough to tell its layout (`_sniff`)."""
+
     head: bytes  # the first bytes (decompressed for .gz), stripped and lower-cased; b"" when unreadable
     problem: bool  # not a regular file, not valid gzip, or unreadable: the reader names why
 

@@ -30,11 +30,12 @@ from ragqual.core.answer_patterns import (
     REFUSAL_PATTERNS,
     THINK_TAG_PATTERN,
 )
-from ragqual.core.numbers import FigureValue, figure_values, read_numbers
 from ragqual.core.prefilter import Needs, admits, fold, need
 
 if TYPE_CHECKING:
     import regex
+
+    from ragqual.core.numbers import FigureValue
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,8 @@ GROUNDEDNESS_MIN_EXCLUSIVE = 10.0
 
 def extract_numbers(text: str) -> set[float]:
     """Every number written with digits in `text`, normalised to its signed value (`core.numbers`)."""
+    from ragqual.core.numbers import read_numbers  # here: a command that reads no answer never needs the grammar
+
     return read_numbers(text)
 
 
@@ -229,7 +232,11 @@ def groundedness(answer: str, context: str | Sequence[str]) -> float | None:
 @lru_cache(maxsize=_MEMO)
 def _figures(text: str) -> frozenset[FigureValue]:
     """The distinct figures of `text` as values (`core.numbers.figure_values`), read once per
-    distinct text (contexts repeat across repeats, modes and what-if settings)."""
+    distinct text (contexts repeat across repeats, modes and what-if settings). The grammar is
+    imported here, not with this module: the retrieval tier imports it (through the RAG subject)
+    and reads no answer."""
+    from ragqual.core.numbers import figure_values
+
     return frozenset(figure_values(text))
 
 

@@ -47,6 +47,8 @@ _FIELD_PREFIX = {"num": "Number:", "title": "Topic:", "desc": "Description:", "n
 
 @dataclass(frozen=True)
 class Judgement:
+    """One qrels line: a document's relevance to a query, with the file and line it came from."""
+
     query_id: str
     doc_id: str
     relevance: int
@@ -57,6 +59,8 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Query:
+    """One query or topic as read, with the file and line it came from."""
+
     query_id: str
     text: str
     file: str

@@ -59,6 +59,8 @@ DRAFT_REFUSED = ('is a draft ("draft": true, from `ragqual import-traces`): revi
 
 @dataclass(frozen=True)
 class Turn:
+    """One earlier turn of a golden's conversation."""
+
     role: str  # "user" | "assistant"
     content: str
 
@@ -125,6 +127,8 @@ class _DuplicateKey(Exception):
 
 @dataclass
 class _FileResult:
+    """What one goldens file gave: its goldens, its problems, and the ids it used (for duplicates)."""
+
     goldens: list[Golden] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
     ids: list[tuple[str, int]] = field(default_factory=list)  # (id, line) of every line with a usable id
