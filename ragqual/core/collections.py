@@ -30,10 +30,9 @@ from ragqual.core.corpus import Document
 from ragqual.core.corpus import decode_utf8 as decode
 from ragqual.core.goldens import Golden
 from ragqual.core.hashing import sha256_hex
+from ragqual.core.layouts import TOPIC_FIELDS
 from ragqual.errors import Issue
 
-BEIR, TREC = "beir", "trec"
-TOPIC_FIELDS = ("title", "desc", "narr")
 BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
 _ID = re.compile(r"\S+")
 _DOC = re.compile(rb"<DOC>(.*?)</DOC>", re.S | re.I)
