@@ -80,6 +80,8 @@ def no_project_message(cwd: Path) -> str:
 
 @dataclass
 class Settings:
+    """The project's settings: its root and the [tool.ragqual] values over the defaults (`load`)."""
+
     root: Path
     values: dict[str, Any] = field(default_factory=dict)
     project_found: bool = True  # False: no project above the working directory, root is the cwd

@@ -18,6 +18,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class ChatMessage:
+    """One message of a chat request."""
+
     role: str  # "system" | "user" | "assistant"
     content: str
 
@@ -42,6 +44,8 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResponse:
+    """A chat model's answer, its raw response and what the call cost (None when the backend does not say)."""
+
     text: str
     raw: dict[str, Any]  # JSON-able raw response as the backend returned it
     prompt_tokens: int | None = None

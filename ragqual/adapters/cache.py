@@ -100,6 +100,8 @@ CACHE_FAULTS: tuple[type[BaseException], ...] = (OSError, sqlite3.Error, diskcac
 
 @dataclass
 class _Ignored:
+    """The damaged or inconsistent entries of one cache folder a run skipped, counted (`CacheNotes.ignored`)."""
+
     count: int
     first: str  # the first entry's key and what was wrong with it
     redo: str  # what the run did instead

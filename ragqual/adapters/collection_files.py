@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragqual.adapters import files
-from ragqual.core import collections as col
 from ragqual.core.corpus import DOC_SUFFIX, Document, is_corpus_note
 from ragqual.core.goldens import Golden
+from ragqual.core.layouts import BEIR, TREC
 from ragqual.errors import InputError, Issue, ValidationFailed
 
 RAGQUAL = "ragqual"
@@ -35,6 +35,8 @@ QRELS_PREFIX = "qrels"
 
 @dataclass(frozen=True)
 class Loaded:
+    """A corpus and its goldens as read, with the layout each was found in (ragqual, BEIR or TREC)."""
+
     documents: list[Document]
     goldens: list[Golden]
     corpus_layout: str
@@ -47,18 +49,18 @@ class Loaded:
 def corpus_layout(path: str | os.PathLike[str]) -> str:
     root = Path(path)
     if os.path.lexists(root / BEIR_CORPUS):  # read (or refused by name) whatever it is
-        return col.BEIR
+        return BEIR
     if root.is_dir() and _looks_like(root, b"<doc>", DOC_SUFFIX):
-        return col.TREC
+        return TREC
     return RAGQUAL
 
 
 def goldens_layout(path: str | os.PathLike[str]) -> str:
     root = Path(path)
     if os.path.lexists(root / BEIR_QUERIES) and (root / BEIR_QRELS).is_dir():
-        return col.BEIR
+        return BEIR
     if root.is_dir() and _looks_like(root, b"<top>", files.GOLDENS_SUFFIX):
-        return col.TREC
+        return TREC
     return RAGQUAL
 
 
@@ -85,6 +87,8 @@ def _tree(root: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class Sniffed:
+    """The start of a file, enough to tell its layout (`_sniff`)."""
+
     head: bytes  # the first bytes (decompressed for .gz), stripped and lower-cased; b"" when unreadable
     problem: bool  # not a regular file, not valid gzip, or unreadable: the reader names why
 
@@ -149,9 +153,11 @@ def _documents(corpus_dir: str | os.PathLike[str], layout: str, issues: list[Iss
             root = Path(corpus_dir)
             return [], {n.removesuffix(DOC_SUFFIX) for n in os.listdir(root) if n.endswith(DOC_SUFFIX)}
         return documents, {d.doc_id for d in documents}
+    from ragqual.core import collections as col  # here: a ragqual corpus (every bundled run) parses no collection
+
     root = _existing(corpus_dir, "corpus")
     parsed = col.Parsed()
-    if layout == col.BEIR:
+    if layout == BEIR:
         for name, container, data in _read(corpus_dir, root, [root / BEIR_CORPUS], issues):
             parsed.extend(col.parse_beir_corpus(name, data, container))
     else:
@@ -170,9 +176,11 @@ def _goldens(goldens_dir: str | os.PathLike[str], layout: str, known: set[str], 
         except ValidationFailed as failed:
             issues += failed.issues
             return []
+    from ragqual.core import collections as col  # here, as in `_documents`
+
     root = _existing(goldens_dir, "goldens")
     parsed = col.Parsed()
-    if layout == col.BEIR:
+    if layout == BEIR:
         for name, _, data in _read(goldens_dir, root, [root / BEIR_QUERIES], issues):
             parsed.extend(col.parse_beir_queries(name, data))
         splits = sorted(p for p in (root / BEIR_QRELS).iterdir() if p.name.endswith(".tsv") and not p.name.startswith("."))

@@ -17,6 +17,8 @@ from ragqual.config import Settings
 
 @dataclass
 class AppContext:
+    """One command's or API caller's shared state: settings, global flags, and what it opened (closed by `close`)."""
+
     settings: Settings
     db_url_override: str | None
     cache_mode: str

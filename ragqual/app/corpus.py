@@ -63,6 +63,8 @@ def embedded_path(settings: Any, engine: str) -> Path:
 
 @dataclass(frozen=True)
 class CorpusOptions:
+    """The shared corpus options as given (cli.corpus_options); None leaves a setting to the project."""
+
     corpus: str | None = None
     goldens: str | None = None
     embedder: str | None = None

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ragqual.app.corpus import CorpusOptions
-from ragqual.core.collections import TOPIC_FIELDS
+from ragqual.core.layouts import TOPIC_FIELDS
 
 _OPTIONS = (
     click.option("--corpus", metavar="DIR", help="Corpus folder of *.md documents [default: ./corpus or [tool.ragqual] corpus]."),

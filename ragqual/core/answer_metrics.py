@@ -18,8 +18,7 @@ import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-import regex
+from typing import TYPE_CHECKING
 
 from ragqual.core import textmatch
 from ragqual.core.answer_patterns import (
@@ -31,8 +30,12 @@ from ragqual.core.answer_patterns import (
     REFUSAL_PATTERNS,
     THINK_TAG_PATTERN,
 )
-from ragqual.core.numbers import FigureValue, figure_values, read_numbers
 from ragqual.core.prefilter import Needs, admits, fold, need
+
+if TYPE_CHECKING:
+    import regex
+
+    from ragqual.core.numbers import FigureValue
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ def _phrases(patterns: Iterable[str]) -> tuple[_Phrase, ...]:
 # Read on first use, not at import, and each pattern compiled on the first text that has its
 # literals: `regex` parses ~60 patterns in Python (~2 ms each), which a command that imports this
 # module only to describe cases (the retrieval tier) never needs, and which most runs' answers
-# never need either.
+# never need either. That command does not even import `regex` (~0.01 s): `_pattern` does, when
+# it first compiles.
 _PATTERN_SETS = {"refusal": REFUSAL_PATTERNS, "hedge": HEDGE_PATTERNS, "aside": ASIDE_PATTERNS,
                  "leak": LEAKAGE_PATTERNS, "think": (THINK_TAG_PATTERN,)}
 
@@ -72,8 +76,10 @@ def _patterns(kind: str) -> tuple[_Phrase, ...]:
 
 
 @functools.cache
-def _pattern(source: str, flags: int = regex.IGNORECASE) -> regex.Pattern[str]:
-    return regex.compile(source, flags)
+def _pattern(source: str, ignore_case: bool = True) -> regex.Pattern[str]:
+    import regex
+
+    return regex.compile(source, regex.IGNORECASE if ignore_case else 0)
 
 
 _EDGES = " \t\"'\u201c\u201d()[]*_,"
@@ -113,7 +119,7 @@ def clauses(answer: str) -> list[str]:
 
 def iter_clauses(answer: str) -> Iterator[str]:
     """`clauses`, one at a time: a reader that stops at the first clause it needs cuts no further."""
-    lead, has_word = _pattern(CLAUSE_LEAD), _pattern(r"[\p{L}\p{N}]", 0)
+    lead, has_word = _pattern(CLAUSE_LEAD), _pattern(r"[\p{L}\p{N}]", ignore_case=False)
     for piece in _pattern(CLAUSE_BREAK).splititer(_fold(answer)):
         clause = lead.sub("", piece.strip(_EDGES)).strip(_EDGES)
         if has_word.search(clause) is not None:
@@ -195,6 +201,8 @@ GROUNDEDNESS_MIN_EXCLUSIVE = 10.0
 
 def extract_numbers(text: str) -> set[float]:
     """Every number written with digits in `text`, normalised to its signed value (`core.numbers`)."""
+    from ragqual.core.numbers import read_numbers  # here: a command that reads no answer never needs the grammar
+
     return read_numbers(text)
 
 
@@ -224,7 +232,11 @@ def groundedness(answer: str, context: str | Sequence[str]) -> float | None:
 @lru_cache(maxsize=_MEMO)
 def _figures(text: str) -> frozenset[FigureValue]:
     """The distinct figures of `text` as values (`core.numbers.figure_values`), read once per
-    distinct text (contexts repeat across repeats, modes and what-if settings)."""
+    distinct text (contexts repeat across repeats, modes and what-if settings). The grammar is
+    imported here, not with this module: the retrieval tier imports it (through the RAG subject)
+    and reads no answer."""
+    from ragqual.core.numbers import figure_values
+
     return frozenset(figure_values(text))
 
 

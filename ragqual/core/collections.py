@@ -30,10 +30,9 @@ from ragqual.core.corpus import Document
 from ragqual.core.corpus import decode_utf8 as decode
 from ragqual.core.goldens import Golden
 from ragqual.core.hashing import sha256_hex
+from ragqual.core.layouts import TOPIC_FIELDS
 from ragqual.errors import Issue
 
-BEIR, TREC = "beir", "trec"
-TOPIC_FIELDS = ("title", "desc", "narr")
 BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
 _ID = re.compile(r"\S+")
 _DOC = re.compile(rb"<DOC>(.*?)</DOC>", re.S | re.I)
@@ -47,6 +46,8 @@ _FIELD_PREFIX = {"num": "Number:", "title": "Topic:", "desc": "Description:", "n
 
 @dataclass(frozen=True)
 class Judgement:
+    """One qrels line: a document's relevance to a query, with the file and line it came from."""
+
     query_id: str
     doc_id: str
     relevance: int
@@ -57,6 +58,8 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Query:
+    """One query or topic as read, with the file and line it came from."""
+
     query_id: str
     text: str
     file: str

@@ -24,6 +24,8 @@ _BOM = b"\xef\xbb\xbf"
 
 @dataclass(frozen=True)
 class Document:
+    """One corpus document: its id, its file's name, its text and the hash of its bytes."""
+
     doc_id: str
     filename: str  # base name, e.g. "water-boiling.md"
     text: str  # decoded, BOM dropped, line endings normalised to "\n"

@@ -26,14 +26,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import regex
+from typing import TYPE_CHECKING, Any
 
 from ragqual.core import jsonline
 from ragqual.core.hashing import hash_value
 from ragqual.core.textmatch import InvalidPattern, compile_pattern, compiled, is_vouched
 from ragqual.errors import InputError, Issue, ValidationFailed
+
+if TYPE_CHECKING:
+    import regex  # only for annotations: patterns are compiled by core.textmatch, when needed
 
 ROLES = ("user", "assistant")
 SPLITS = ("validation", "test")
@@ -58,6 +59,8 @@ DRAFT_REFUSED = ('is a draft ("draft": true, from `ragqual import-traces`): revi
 
 @dataclass(frozen=True)
 class Turn:
+    """One earlier turn of a golden's conversation."""
+
     role: str  # "user" | "assistant"
     content: str
 
@@ -124,6 +127,8 @@ class _DuplicateKey(Exception):
 
 @dataclass
 class _FileResult:
+    """What one goldens file gave: its goldens, its problems, and the ids it used (for duplicates)."""
+
     goldens: list[Golden] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
     ids: list[tuple[str, int]] = field(default_factory=list)  # (id, line) of every line with a usable id

@@ -29,6 +29,8 @@ LOCKED, DRIFTED, NO_LOCK = "locked", "drifted", "no lock"
 
 @dataclass(frozen=True)
 class Lock:
+    """A lock file's content (`LOCK_FORMAT`): its roots, file hashes and prompt versions."""
+
     roots: dict[str, str | None]
     files: dict[str, str]  # relative path -> "sha256:<hex>"
     prompts: dict[str, str] = field(default_factory=dict)
@@ -40,6 +42,8 @@ class Lock:
 
 @dataclass(frozen=True)
 class Drift:
+    """One difference between a lock and the files (or prompts) now."""
+
     path: str
     change: str  # "added", "removed", "changed"
 

@@ -21,6 +21,7 @@ metrics (`extra_metrics`) and those are qualities unless registered otherwise.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -176,15 +177,21 @@ PAGE_QUESTION_METRICS = ("recall@5", "mrr")
 
 _CUTOFF = "([0-9]+)"
 _EXACT = {m.name: m for m in METRICS if not m.is_family}
-_FAMILIES = [(re.compile(re.escape(m.name).replace(re.escape("{k}"), _CUTOFF) + "$"), m)
-             for m in METRICS if m.is_family]
+
+
+@functools.cache
+def _families() -> tuple[tuple[re.Pattern[str], Metric], ...]:
+    """Each family's pattern and entry, compiled when a name is first looked up rather than at
+    import: the retrieval tier imports this module for its headline names and looks none up."""
+    return tuple((re.compile(re.escape(m.name).replace(re.escape("{k}"), _CUTOFF) + "$"), m)
+                 for m in METRICS if m.is_family)
 
 
 def lookup(name: str) -> Metric | None:
     """The entry for `name`: the concrete one, else its family (cutoff >= 1), else None."""
     if name in _EXACT:
         return _EXACT[name]
-    for pattern, metric in _FAMILIES:
+    for pattern, metric in _families():
         match = pattern.match(name)
         if match and int(match.group(1)) >= 1:
             return metric

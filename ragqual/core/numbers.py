@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 GRAMMAR_VERSION = 2
 """1: unsigned numbers, dates read as three numbers. 2: the grammar above."""
@@ -37,7 +39,7 @@ MINUS_SIGNS = "-\u2212"
 # What may stand right before a minus sign (or nothing: the start of the text).
 _MINUS_MAY_FOLLOW = "\\s(\\[{\"'\u201c\u2018\u00ab<>\u2264\u2265=~\u2248:;\\-\u2212\u2013\u2014"
 
-_FIGURE = regex.compile(
+_FIGURE = (  # the grammar as one pattern (compiled by `_compiled`)
     r"(?<![\w.])(?P<date>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))(?!\d)"
     r"|(?<![\w.])(?P<dotted>\d+(?:\.\d+){2,})"
     r"|(?:(?<![^" + _MINUS_MAY_FOLLOW + r"])(?P<sign>[" + MINUS_SIGNS + r"]))?"
@@ -47,6 +49,8 @@ _FIGURE = regex.compile(
 
 @dataclass(frozen=True)
 class Number:
+    """A number read from text, with its sign (`read_figures`)."""
+
     value: float
 
     @property
@@ -56,6 +60,8 @@ class Number:
 
 @dataclass(frozen=True)
 class Date:
+    """An ISO date read from text; it equals only the same date written the same way."""
+
     iso: str  # YYYY-MM-DD as written
 
 
@@ -66,9 +72,19 @@ FigureValue = float | str
 """A figure as a plain value: a number's float, a date's ISO text (`figure_values`)."""
 
 
-_DIGIT_RUN = regex.compile(r"([0-9][0-9,.\-\u2212]*)")
-_NON_ASCII = regex.compile(r"[^\x00-\x7f]+")
-_DIGIT = regex.compile(r"\d")
+_DIGIT_RUN = r"([0-9][0-9,.\-\u2212]*)"
+_NON_ASCII = r"[^\x00-\x7f]+"
+_DIGIT = r"\d"
+
+
+@functools.cache
+def _compiled(source: str) -> regex.Pattern[str]:
+    """One of this module's patterns, compiled on first use rather than at import: a command that
+    imports this module but reads no answer (the retrieval tier, through the RAG subject) does not
+    import `regex` (~0.01 s) for it."""
+    import regex
+
+    return regex.compile(source)
 
 
 def _digits_ascii(text: str) -> bool:
@@ -81,7 +97,7 @@ def _digits_ascii(text: str) -> bool:
     try:
         text.encode("latin-1")
     except UnicodeEncodeError:
-        return _DIGIT.search("".join(_NON_ASCII.findall(text))) is None
+        return _compiled(_DIGIT).search("".join(_compiled(_NON_ASCII).findall(text))) is None
     return True
 
 
@@ -100,7 +116,7 @@ def figure_stretches(text: str) -> list[str]:
     is the end of the piece. The characters kept before a run start no match of their own: no
     digit stands between two runs, and a dash there starts one only right before the run, as in
     `text`."""
-    parts = _DIGIT_RUN.split(text)  # [before the 1st run, 1st run, between, 2nd run, ..., after the last]
+    parts = _compiled(_DIGIT_RUN).split(text)  # [before the 1st run, 1st run, between, 2nd run, ..., after the last]
     return [" " + before[-2:] + run for before, run in zip(parts[::2], parts[1::2])]
 
 
@@ -118,7 +134,7 @@ def _values(matches: list[tuple[str, str, str, str, str]]) -> list[FigureValue]:
 def _stretch_values(stretch: str) -> tuple[FigureValue, ...]:
     """The figures of one of `figure_stretches`: read once per distinct stretch (a page repeats
     its figures, "2 cups", "1 minute", and texts repeat pages)."""
-    return tuple(_values(_FIGURE.findall(stretch)))
+    return tuple(_values(_compiled(_FIGURE).findall(stretch)))
 
 
 def figure_values(text: str) -> list[FigureValue]:
@@ -127,7 +143,7 @@ def figure_values(text: str) -> list[FigureValue]:
     their values are (a float never equals a str), so sets of values count like sets of figures:
     groundedness reads them without building a figure object per number."""
     if not _digits_ascii(text):
-        return _values(_FIGURE.findall(text))
+        return _values(_compiled(_FIGURE).findall(text))
     found: list[FigureValue] = []
     for stretch in figure_stretches(text):
         found += _stretch_values(stretch)

@@ -50,6 +50,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class ScoreResult:
+    """One trial's score, whether it is perfect, and the same formula per category."""
+
     score: float
     perfect: bool
     per_category: dict[str, float]

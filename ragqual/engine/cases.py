@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import pkgutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,8 @@ def valid_case_id(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Case:
+    """One test scenario: an input and the assertions its output must satisfy (module docstring)."""
+
     id: str
     slug: str
     input: Any
@@ -147,6 +148,8 @@ def _module_cases(module: ModuleType, origin: str) -> list[Located]:
 def _from_package(package: ModuleType) -> list[Located]:
     if not hasattr(package, "__path__"):
         return _module_cases(package, package.__name__)
+    import pkgutil  # here: only discovery from a package lists modules, and a run's own subject never does
+
     located = _module_cases(package, package.__name__)
     names = sorted(info.name for info in pkgutil.iter_modules(package.__path__) if not info.name.startswith("_"))
     for name in names:

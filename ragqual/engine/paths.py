@@ -8,7 +8,7 @@ from typing import Any
 
 from ragqual.errors import InputError
 
-_STEP = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+_STEP = r"\.?([^.\[\]]+)|\[(\d+)\]"
 
 
 class PathNotFound(LookupError):
@@ -19,10 +19,11 @@ class PathNotFound(LookupError):
 def parse_path(path: str) -> tuple[str | int, ...]:
     """Split a path into keys (str) and list indexes (int); a malformed path is an InputError."""
     text = path[1:] if path.startswith("$") else path
+    step = re.compile(_STEP)  # here, not at import (re caches it): most runs read no JSON path
     steps: list[str | int] = []
     pos = 0
     while pos < len(text):
-        match = _STEP.match(text, pos)
+        match = step.match(text, pos)
         if match is None or (match.group(1) is not None and pos > 0 and text[pos] != "."):
             raise InputError(f"malformed path {path!r} at character {pos + (len(path) - len(text)) + 1}")
         key, index = match.groups()

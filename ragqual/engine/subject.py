@@ -63,6 +63,8 @@ class Variant:
 
 @dataclass(frozen=True)
 class Telemetry:
+    """What one trial's chat call cost: tokens, latency, model load time and money (None when unknown)."""
+
     prompt_tokens: int | None
     completion_tokens: int | None
     latency_ms: float | None

@@ -155,6 +155,8 @@ def disk_fault(exc: BaseException) -> StorageFault | None:
 
 @dataclass(frozen=True)
 class FileIdentity:
+    """A SQLite file's identity (`file_identity`): its path, device and inode."""
+
     path: Path
     device: int
     inode: int

@@ -34,6 +34,8 @@ class RefusalBehaviour:
 
 @dataclass(frozen=True)
 class NoRetrievalNarration:
+    """The answer does not narrate its retrieval ("according to the context")."""
+
     kind = "rag-no-leakage"
     pure = True
 
@@ -47,6 +49,8 @@ class NoRetrievalNarration:
 
 @dataclass(frozen=True)
 class NoThinkTags:
+    """No reasoning markup (<think> ...) reached the answer."""
+
     kind = "rag-no-think-tags"
     pure = True
 

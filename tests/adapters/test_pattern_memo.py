@@ -42,7 +42,7 @@ def compiles(monkeypatch) -> list[str]:
         seen.append(pattern)
         return original(pattern, flags, *args, **kwargs)
 
-    monkeypatch.setattr(textmatch.regex, "compile", counting)
+    monkeypatch.setattr(regex, "compile", counting)
     return seen
 
 

@@ -184,7 +184,7 @@ def test_groundedness_reads_figure_values_without_figure_objects(monkeypatch):
 def finditer_figures(text: str) -> list[Figure]:
     """The reading of `read_figures` before `figure_values`, one match object per figure."""
     found: list[Figure] = []
-    for m in numbers._FIGURE.finditer(text):
+    for m in numbers._compiled(numbers._FIGURE).finditer(text):
         if m.group("date"):
             found.append(Date(m.group("date")))
         elif m.group("int"):
@@ -194,7 +194,7 @@ def finditer_figures(text: str) -> list[Figure]:
 
 
 def test_figure_values_read_what_the_match_objects_read():
-    assert list(numbers._FIGURE.groupindex) == ["date", "dotted", "sign", "int", "frac"]
+    assert list(numbers._compiled(numbers._FIGURE).groupindex) == ["date", "dotted", "sign", "int", "frac"]
     for text in FIGURE_TEXTS + CORPUS + ROWS + [a for a, _ in _pairs()]:
         want = finditer_figures(text)
         assert read_figures(text) == want

@@ -125,7 +125,7 @@ def pattern_digest() -> str:
 
 
 def grammar_digest() -> str:
-    return _digest(numbers._FIGURE.pattern)
+    return _digest(numbers._FIGURE)
 
 
 def _next(digests: dict[int, str], version: int) -> int:

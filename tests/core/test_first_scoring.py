@@ -34,7 +34,7 @@ ALPHABET = list("0123456789,.-\u2212\u2013\u2014+ aZ_(\n\t=:;<'\"") + [
     "\u00e9", "\u00b0", "\u00bd", "\u00b2", "\u0663", "\uff13", "\u2028", "\x1c", "\u00a0", "\u00ab", "\u2264"]
 
 
-FIGURE = numbers._FIGURE
+FIGURE = numbers._compiled(numbers._FIGURE)
 
 
 def whole_text_values(text: str) -> list[FigureValue]:
@@ -71,8 +71,8 @@ def test_the_stretches_hold_every_match_of_the_whole_text():
     for text in EDGES + CORPUS + ROWS + _random_texts(99, 20000):
         if numbers._digits_ascii(text):
             applied += 1
-            pieces = [m for stretch in figure_stretches(text) for m in numbers._FIGURE.findall(stretch)]
-            assert pieces == numbers._FIGURE.findall(text), repr(text)
+            pieces = [m for stretch in figure_stretches(text) for m in FIGURE.findall(stretch)]
+            assert pieces == FIGURE.findall(text), repr(text)
     assert applied > 10000
 
 
@@ -89,10 +89,10 @@ def test_a_digit_outside_0_9_takes_the_whole_text():
 
 
 class _Recording:
-    """`_FIGURE` that records every text it searches."""
+    """`_FIGURE`, compiled, that records every text it searches."""
 
     def __init__(self, seen: list[str]):
-        self.seen, self.real = seen, numbers._FIGURE
+        self.seen, self.real = seen, FIGURE
 
     def findall(self, text: str) -> list[tuple[str, ...]]:
         self.seen.append(text)
@@ -103,7 +103,8 @@ def test_a_page_is_searched_only_around_its_figures_and_each_stretch_once(monkey
     page = max(CORPUS, key=len)
     want = figure_values(page)
     searched: list[str] = []
-    monkeypatch.setattr(numbers, "_FIGURE", _Recording(searched))
+    recording, compiled = _Recording(searched), numbers._compiled
+    monkeypatch.setattr(numbers, "_compiled", lambda source: recording if source == numbers._FIGURE else compiled(source))
     numbers._stretch_values.cache_clear()
     assert figure_values(page) == want
     assert sorted(searched) == sorted(set(figure_stretches(page)))

@@ -1,4 +1,5 @@
 import pytest
+import regex
 
 from ragqual.core import textmatch
 from ragqual.core.textmatch import InvalidPattern, RegexTimeout, compile_pattern, search
@@ -17,7 +18,7 @@ def test_search_matches_anywhere_not_only_at_start():
 def test_compile_pattern_is_cached_and_ignorecase():
     first = compile_pattern(r"caching\s+test")
     assert compile_pattern(r"caching\s+test") is first
-    assert first.flags & textmatch.regex.IGNORECASE
+    assert first.flags & regex.IGNORECASE
 
 
 def test_catastrophic_pattern_raises_regex_timeout():
