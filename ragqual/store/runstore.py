@@ -789,10 +789,17 @@ class RunStore:
         self, session: Session, run_id: int,
         rows: Iterable[tuple[int | None, str, str, str, float | None, int]], now: datetime,
     ) -> None:
-        """`metric_values` rows through `_append_rows`: on SQLite each row gets its id and is kept
-        for the seal (no read-back), as `append_trials` writes its metrics; PostgreSQL as before."""
-        payload = [(run_id, t, c, g, m, v, ver, now) for t, c, g, m, v, ver in rows]
-        self._append_rows(session, table_of(MetricValue), METRIC_COLUMNS, payload)
+        """`metric_values` rows through `_append_columns`: on SQLite each row gets its id and is kept
+        for the seal (no read-back), as `append_trials` writes its metrics; PostgreSQL as before.
+        The rows are turned into columns in one transposition, the run id and time added as
+        whole columns (a retrieval run appends ~2,700 rows per strategy)."""
+        given = list(rows)
+        if not given:
+            return
+        count = len(given)
+        trials, cases, groups, metrics, values, versions = zip(*given, strict=True)
+        self._append_columns(session, table_of(MetricValue), METRIC_COLUMNS,
+                             [(run_id,) * count, trials, cases, groups, metrics, values, versions, (now,) * count])
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
