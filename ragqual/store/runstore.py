@@ -859,11 +859,13 @@ class RunStore:
     def append_rankings(self, run_id: int, rankings: Sequence[RankingRow]) -> None:
         """Each (strategy, question)'s ranked candidates as one `retrieval_rankings` row (migration
         0007; ragqual.store.rankings), all in one transaction. A run stores each pair once: a second
-        ranking for the same run, strategy and question is refused by the unique key."""
+        ranking for the same run, strategy and question is refused by the unique key. Written
+        through `_append_rows`, so on SQLite the seal digests the rows as bound instead of reading
+        ~3 KB of JSON per question back."""
         if not rankings:
             return
         payload = [rankings_layout.encode(run_id, r) for r in rankings]
-        self._write(lambda s: bulk_insert_tuples(s, table_of(RetrievalRanking), rankings_layout.COLUMNS, payload),
+        self._write(lambda s: self._append_rows(s, table_of(RetrievalRanking), rankings_layout.COLUMNS, payload),
                     run_id)
 
     # -- reads -------------------------------------------------------------------
