@@ -83,15 +83,23 @@ def _mean(values: list[float]) -> float | None:
 
 
 def aggregate(queries: Sequence[QueryResult]) -> dict[str, float | None]:
-    names = sorted({k for q in queries for k in q.metrics})
-    out = {name: _mean([q.metrics[name] for q in queries if name in q.metrics]) for name in names}
+    """The mean of each metric over the questions that have it (summed in question order), by name."""
+    values: dict[str, list[float]] = {}
+    for q in queries:  # one pass: each metric's values in question order
+        for name, value in q.metrics.items():
+            values.setdefault(name, []).append(value)
+    out = {name: _mean(values[name]) for name in sorted(values)}
     out["questions"] = len(queries)
     return out
 
 
 def by_tag(queries: Sequence[QueryResult]) -> dict[str, dict[str, float | None]]:
-    tags = sorted({t for q in queries for t in q.golden.tags})
-    return {t: aggregate([q for q in queries if t in q.golden.tags]) for t in tags}
+    """`aggregate` per tag, each over its questions in order; the questions are grouped in one pass."""
+    tagged: dict[str, list[QueryResult]] = {}
+    for q in queries:
+        for t in dict.fromkeys(q.golden.tags):  # a tag given twice counts its question once
+            tagged.setdefault(t, []).append(q)
+    return {t: aggregate(tagged[t]) for t in sorted(tagged)}
 
 
 def score_distributions(queries: Sequence[QueryResult]) -> dict[str, dict[str, float | None]]:
@@ -99,14 +107,15 @@ def score_distributions(queries: Sequence[QueryResult]) -> dict[str, dict[str, f
     relevant: list[float] = []
     other: list[float] = []
     refusal: list[float] = []
-    for q in queries:
-        for r in q.retrieval.top(5):
-            if q.golden.expect_refusal:
-                refusal.append(r.similarity)
-            elif r.doc_id in q.golden.relevant_doc_ids:
-                relevant.append(r.similarity)
-            else:
-                other.append(r.similarity)
+    for q in queries:  # the top 5 read from the ranking's columns (no row objects)
+        ranking = q.retrieval.ranking
+        similarities = ranking.similarities[:5]
+        if q.golden.expect_refusal:
+            refusal.extend(similarities)
+            continue
+        relevant_ids = q.golden.relevant_doc_ids
+        for doc_id, similarity in zip(ranking.doc_ids[:5], similarities):
+            (relevant if doc_id in relevant_ids else other).append(similarity)
     return {"relevant": _summary(relevant), "nonRelevant": _summary(other), "refusalTop5": _summary(refusal)}
 
 
@@ -138,10 +147,16 @@ def quality_section(result: TierResult) -> dict[str, Any]:
         "misses": misses(result.queries),
         "perQuestion": [
             {"id": q.golden.id, "tags": list(q.golden.tags), "metrics": dict(sorted(q.metrics.items())),
-             "retrieved": [[r.chunk_id, r.similarity] for r in q.retrieval.top(10)]}
+             "retrieved": _top_pairs(q.retrieval, 10)}
             for q in result.queries
         ],
     }
+
+
+def _top_pairs(retrieval: Retrieval, n: int) -> list[list[Any]]:
+    """[chunk id, similarity] of the top `n` candidates (`retrieval.top(n)`'s), from the ranking's columns."""
+    ranking = retrieval.ranking
+    return list(map(list, zip(ranking.chunk_ids[:n], ranking.similarities[:n])))
 
 
 def timing_section(result: TierResult) -> dict[str, Any]:

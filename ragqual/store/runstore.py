@@ -789,10 +789,17 @@ class RunStore:
         self, session: Session, run_id: int,
         rows: Iterable[tuple[int | None, str, str, str, float | None, int]], now: datetime,
     ) -> None:
-        """`metric_values` rows through `_append_rows`: on SQLite each row gets its id and is kept
-        for the seal (no read-back), as `append_trials` writes its metrics; PostgreSQL as before."""
-        payload = [(run_id, t, c, g, m, v, ver, now) for t, c, g, m, v, ver in rows]
-        self._append_rows(session, table_of(MetricValue), METRIC_COLUMNS, payload)
+        """`metric_values` rows through `_append_columns`: on SQLite each row gets its id and is kept
+        for the seal (no read-back), as `append_trials` writes its metrics; PostgreSQL as before.
+        The rows are turned into columns in one transposition, the run id and time added as
+        whole columns (a retrieval run appends ~2,700 rows per strategy)."""
+        given = list(rows)
+        if not given:
+            return
+        count = len(given)
+        trials, cases, groups, metrics, values, versions = zip(*given, strict=True)
+        self._append_columns(session, table_of(MetricValue), METRIC_COLUMNS,
+                             [(run_id,) * count, trials, cases, groups, metrics, values, versions, (now,) * count])
 
     def append_metrics(
         self, run_id: int, rows: Sequence[tuple[int | None, str, str, str, float | None, int]]
@@ -852,11 +859,13 @@ class RunStore:
     def append_rankings(self, run_id: int, rankings: Sequence[RankingRow]) -> None:
         """Each (strategy, question)'s ranked candidates as one `retrieval_rankings` row (migration
         0007; ragqual.store.rankings), all in one transaction. A run stores each pair once: a second
-        ranking for the same run, strategy and question is refused by the unique key."""
+        ranking for the same run, strategy and question is refused by the unique key. Written
+        through `_append_rows`, so on SQLite the seal digests the rows as bound instead of reading
+        ~3 KB of JSON per question back."""
         if not rankings:
             return
         payload = [rankings_layout.encode(run_id, r) for r in rankings]
-        self._write(lambda s: bulk_insert_tuples(s, table_of(RetrievalRanking), rankings_layout.COLUMNS, payload),
+        self._write(lambda s: self._append_rows(s, table_of(RetrievalRanking), rankings_layout.COLUMNS, payload),
                     run_id)
 
     # -- reads -------------------------------------------------------------------
