@@ -10,6 +10,7 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
+from ragqual.core import metrics
 from ragqual.core.metrics import evaluate, evaluate_reference, evaluated_queries, mean_scores
 from ragqual.errors import InputError
 
@@ -123,3 +124,51 @@ def test_labels_past_int8_give_the_same_bits(seed, extreme):
             options = {"relevance_level": level, "complete": complete}
             assert bits_rows(evaluate(qrels, run, measures, **options)) == \
                 bits_rows(evaluate_reference(qrels, run, measures, **options)), options
+
+
+LABEL_SETS = [[0, 1, 2], [0, 127], [0, 128], [-1, 0, 2], [255], [256, 1], [True, False], [np.int64(3), 0],
+              [2**40], [1.0, 2.0], []]
+
+
+@pytest.mark.parametrize("values", LABEL_SETS, ids=map(repr, LABEL_SETS))
+def test_label_arrays_through_bytes_or_fromiter_give_the_plain_values(values):
+    # labels 0..127 are read through a bytearray (a miss is the byte 255, read as -1); anything
+    # else (negative, 128 and up, not an int) goes the np.fromiter way: the same values either way
+    rng = np.random.default_rng(len(values))
+    judgements = [{f"d{i}": values[int(rng.integers(len(values)))] for i in range(n)} if values else {}
+                  for n in (0, 5, 9)]
+    per_query = [{f"d{i}": 0.5 for i in rng.permutation(12)} for _ in judgements]
+    judged_total = sum(map(len, judgements))
+    judged, labels = metrics._label_arrays(judgements, per_query, judged_total, 36)
+    assert judged.tolist() == [int(v) for j in judgements for v in j.values()]
+    assert labels.tolist() == [int(j.get(d, -1)) for j, r in zip(judgements, per_query) for d in r]
+    bytes_path = all(isinstance(v, (int, np.integer)) and 0 <= v < 128 for v in values)
+    assert (labels.dtype == np.int8) if bytes_path else labels.dtype in (np.int8, np.int64)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_tied_names_read_from_the_front_or_the_end(frozen):
+    # names in a dict's back half are stepped to from its end; mappings that are not dicts are
+    # always stepped through from the front: every position gives the name at that position
+    rng = np.random.default_rng(5)
+    rankings = [{f"d{i}": 0.0 for i in rng.permutation(n)} for n in (1, 2, 7, 50)]
+    run = {f"q{i}": (MappingProxyType(r) if frozen else r) for i, r in enumerate(rankings)}
+    qrels = {q: {"d0": 1} for q in run}
+    qids = evaluated_queries(qrels, run)
+    inputs = metrics._inputs(qrels, run, qids)
+    queries = np.array([q for q, r in enumerate(map(run.__getitem__, qids)) for _ in r])
+    positions = np.array([p for r in map(run.__getitem__, qids) for p in range(len(r))])
+    order = rng.permutation(len(queries))
+    names = inputs.doc_ids(queries[order], positions[order])
+    assert names.dtype == object
+    assert names.tolist() == [list(run[qids[q]])[p] for q, p in zip(queries[order], positions[order])]
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (4, 7), (9, 2)])
+def test_take_along_rows_is_take_along_axis(shape):
+    rng = np.random.default_rng(shape[0])
+    matrix = rng.integers(-1, 5, size=shape).astype(np.int8)
+    columns = np.argsort(rng.random(shape), axis=1)
+    taken = metrics._take_along_rows(matrix, columns)
+    assert taken.dtype == matrix.dtype
+    assert np.array_equal(taken, np.take_along_axis(matrix, columns, axis=1))
