@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, islice, repeat
 from operator import and_, attrgetter, is_, methodcaller
+from typing import cast
 
 import numpy as np
 
@@ -416,10 +417,12 @@ class _Inputs:
         rankings = list(map(self.per_query.__getitem__, queries.tolist()))
         sizes = self.labels.sizes[queries]
         from_end = 2 * positions >= sizes
-        from_end[from_end] = np.fromiter(map(is_, map(type, compress(rankings, from_end)), repeat(dict)), bool, int(from_end.sum()))
+        dicts = np.fromiter(map(is_, map(type, compress(rankings, from_end)), repeat(dict)), bool, int(from_end.sum()))
+        from_end[from_end] = dicts  # any other mapping is read from the front
+        backwards = cast(Iterator[dict[str, float]], compress(rankings, from_end))
         names = np.empty(len(rankings), dtype=object)
         names[~from_end] = _nth_keys(compress(rankings, ~from_end), positions[~from_end])
-        names[from_end] = _nth_keys(map(reversed, compress(rankings, from_end)), (sizes - 1 - positions)[from_end])
+        names[from_end] = _nth_keys(map(reversed, backwards), (sizes - 1 - positions)[from_end])
         return names
 
 
