@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, islice, repeat
-from operator import and_, attrgetter, is_, methodcaller
-from typing import cast
+from operator import and_, attrgetter, methodcaller
 
 import numpy as np
 
@@ -405,31 +404,16 @@ class _Inputs:
     judged: _Flat
     per_query: list[Mapping[str, float]]
 
-    def doc_ids(self, queries: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The doc id at run position `positions[i]` of query `queries[i]`, for each i (an object array).
+    def doc_ids(self, queries: np.ndarray, positions: np.ndarray) -> list[str]:
+        """The doc id at run position `positions[i]` of query `queries[i]`, for each i.
 
         Each is read by stepping through its own ranking's keys (islice, in C) rather than
         from a list of every doc id: only the few tied documents need a name, and a list of a
         million names costs more than the steps (every name touched twice, to list and to free).
-        A name in the back half of a dict's keys is stepped to from the end (dicts iterate in
-        reverse too, in the same order backwards): half the steps on average.
         """
-        rankings = list(map(self.per_query.__getitem__, queries.tolist()))
-        sizes = self.labels.sizes[queries]
-        from_end = 2 * positions >= sizes
-        dicts = np.fromiter(map(is_, map(type, compress(rankings, from_end)), repeat(dict)), bool, int(from_end.sum()))
-        from_end[from_end] = dicts  # any other mapping is read from the front
-        backwards = cast(Iterator[dict[str, float]], compress(rankings, from_end))
-        names = np.empty(len(rankings), dtype=object)
-        names[~from_end] = _nth_keys(compress(rankings, ~from_end), positions[~from_end])
-        names[from_end] = _nth_keys(map(reversed, backwards), (sizes - 1 - positions)[from_end])
-        return names
-
-
-def _nth_keys(rankings: Iterator[Iterable[str]], steps: np.ndarray) -> list[str]:
-    """The key `steps[i]` steps into the i-th of `rankings`."""
-    starts = steps.tolist()
-    return list(chain.from_iterable(map(islice, rankings, starts, map((1).__add__, starts))))
+        starts = positions.tolist()
+        rankings = map(self.per_query.__getitem__, queries.tolist())
+        return list(chain.from_iterable(map(islice, rankings, starts, map((1).__add__, starts))))
 
 
 def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
@@ -531,8 +515,9 @@ def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, input
     row = cells // labels.shape[1]
     members = order.reshape(-1)[cells]
     real = members < inputs.neg_scores.sizes[rows][row]
-    names = np.empty(len(cells), dtype=object)  # the str objects themselves, never numpy's '<U'
-    names[real] = inputs.doc_ids(rows[row[real]], members[real])
+    names = np.empty(len(cells), dtype=object)
+    picked = inputs.doc_ids(rows[row[real]], members[real])
+    names[real] = np.array(picked, dtype=object)  # the str objects themselves, never numpy's '<U'
     flat = labels.reshape(-1)
     flat[cells[_places(names, real, sizes)]] = flat[cells]
 

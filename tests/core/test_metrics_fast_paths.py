@@ -146,24 +146,6 @@ def test_label_arrays_through_bytes_or_fromiter_give_the_plain_values(values):
     assert (labels.dtype == np.int8) if bytes_path else labels.dtype in (np.int8, np.int64)
 
 
-@pytest.mark.parametrize("frozen", [False, True])
-def test_tied_names_read_from_the_front_or_the_end(frozen):
-    # names in a dict's back half are stepped to from its end; mappings that are not dicts are
-    # always stepped through from the front: every position gives the name at that position
-    rng = np.random.default_rng(5)
-    rankings = [{f"d{i}": 0.0 for i in rng.permutation(n)} for n in (1, 2, 7, 50)]
-    run = {f"q{i}": (MappingProxyType(r) if frozen else r) for i, r in enumerate(rankings)}
-    qrels = {q: {"d0": 1} for q in run}
-    qids = evaluated_queries(qrels, run)
-    inputs = metrics._inputs(qrels, run, qids)
-    queries = np.array([q for q, r in enumerate(map(run.__getitem__, qids)) for _ in r])
-    positions = np.array([p for r in map(run.__getitem__, qids) for p in range(len(r))])
-    order = rng.permutation(len(queries))
-    names = inputs.doc_ids(queries[order], positions[order])
-    assert names.dtype == object
-    assert names.tolist() == [list(run[qids[q]])[p] for q, p in zip(queries[order], positions[order])]
-
-
 @pytest.mark.parametrize("shape", [(0, 3), (1, 1), (4, 7), (9, 2)])
 def test_take_along_rows_is_take_along_axis(shape):
     rng = np.random.default_rng(shape[0])
