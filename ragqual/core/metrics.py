@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, islice, repeat
-from operator import and_, attrgetter, methodcaller
+from operator import and_, attrgetter, is_, methodcaller
 
 import numpy as np
 
@@ -336,14 +336,23 @@ def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     qids = sorted(results)
     rows = list(map(results.__getitem__, qids))
     names = list(dict.fromkeys(chain.from_iterable(rows)))
+    plain = all(map(is_, map(type, rows), repeat(dict)))
     means: dict[str, float] = {}
     for name in names:
         values = np.empty(len(rows) + 1)
         values[0] = 0.0
-        values[1:] = np.fromiter(map(methodcaller("get", name, 0.0), rows), np.float64, len(rows))
+        values[1:] = np.fromiter(_column(rows, name, plain), np.float64, len(rows))
         total = float(np.add.accumulate(values)[-1])
         means[name] = total if name.startswith("num_") else (total / len(qids) if qids else 0.0)
     return means
+
+
+def _column(rows: list[Mapping[str, float]], name: str, plain: bool) -> Iterator[float]:
+    """Each row's value of `name`, 0.0 where it has none. `plain` rows (all exactly dicts, as
+    `evaluate` returns) are read with dict.get itself, without looking the method up on each row."""
+    if plain:
+        return map(dict.get, rows, repeat(name), repeat(0.0))  # type: ignore[arg-type]  # rows are dicts here
+    return map(methodcaller("get", name, 0.0), rows)
 
 
 # ---------------------------------------------------------------------------------------

@@ -154,3 +154,23 @@ def test_take_along_rows_is_take_along_axis(shape):
     taken = metrics._take_along_rows(matrix, columns)
     assert taken.dtype == matrix.dtype
     assert np.array_equal(taken, np.take_along_axis(matrix, columns, axis=1))
+
+
+def test_mean_scores_reads_plain_dicts_without_a_method_call_per_row(monkeypatch):
+    # rows that are all exactly dicts are read with dict.get itself; one read-only row sends the
+    # whole mean the per-row method way; both give the Python loop's bits
+    calls: list[tuple] = []
+    real = metrics.methodcaller
+
+    def counting(*args: object) -> object:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(metrics, "methodcaller", counting)
+    rng = np.random.default_rng(3)
+    results = {f"q{i}": {"map": float(rng.random()), "num_ret": float(i)} for i in rng.permutation(50)}
+    assert bits(mean_scores(results)) == bits(plain_mean_scores(results))
+    assert not [args for args in calls if args[0] == "get"]
+    results["q7"] = MappingProxyType(dict(results["q7"]))  # type: ignore[assignment]
+    assert bits(mean_scores(results)) == bits(plain_mean_scores(results))
+    assert [args for args in calls if args[0] == "get"]
