@@ -643,6 +643,27 @@ def _batch_columns(
     return columns
 
 
+_FEW_GAINS = 8
+"""Up to this many gain levels, ideal rankings are counted out rather than sorted."""
+
+
+def _best_first(judged: np.ndarray, width: int) -> np.ndarray:
+    """Each row's gains (its positive labels, 0 for the rest) best first, in at most `width` columns.
+
+    With few gain levels (the usual 1..3) no sort is needed: a row's j-th best gain is the number
+    of levels v at which more than j of its labels are >= v (a few counts and comparisons)."""
+    top = int(judged.max(initial=0))
+    if top > _FEW_GAINS:
+        gains = np.maximum(judged, 0)
+        gains.sort(axis=1)
+        return gains[:, ::-1][:, :width]
+    columns = np.arange(min(width, judged.shape[1]))
+    best = np.zeros((len(judged), len(columns)), dtype=judged.dtype)
+    for level in range(1, top + 1):
+        best += columns < np.count_nonzero(judged >= level, axis=1)[:, None]
+    return best
+
+
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     out = np.zeros(len(numerator))
     quotient: np.ndarray = np.divide(numerator, denominator, out=out, where=denominator > 0)
@@ -673,11 +694,9 @@ class _Block:
         if max_docs is not None:
             labels[:, max_docs:] = NOT_JUDGED
         self.labels = _fit(labels, self.width, NOT_JUDGED)
-        gains = np.maximum(judged, 0)
-        gains.sort(axis=1)
-        # best first; no wider than the labels (past the positive gains every cell is 0, which adds
-        # nothing to a DCG), and no padding to their width either
-        self.ideal_gains = gains[:, ::-1][:, : self.width]
+        # no wider than the labels (past the positive gains every cell is 0, which adds nothing to
+        # a DCG), and no padding to their width either
+        self.ideal_gains = _best_first(judged, self.width)
         sizes = inputs.labels.sizes[rows]
         self.num_ret = sizes if max_docs is None else np.minimum(sizes, max_docs)
         self.level = level

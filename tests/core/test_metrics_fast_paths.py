@@ -174,3 +174,17 @@ def test_mean_scores_reads_plain_dicts_without_a_method_call_per_row(monkeypatch
     results["q7"] = MappingProxyType(dict(results["q7"]))  # type: ignore[assignment]
     assert bits(mean_scores(results)) == bits(plain_mean_scores(results))
     assert [args for args in calls if args[0] == "get"]
+
+
+@pytest.mark.parametrize("labels", [[-1, 0, 1, 2], [0, 3, 8], [0, 9, 1], [-1], [127, 5, 0], [2**40, 1]],
+                         ids=["usual", "eight-levels", "nine-levels", "none", "int8-top", "int64"])
+@pytest.mark.parametrize("width", [1, 4, 30])
+def test_ideal_gains_counted_out_are_the_sorted_gains(labels, width):
+    # up to _FEW_GAINS levels the best-first gains are counted, past it sorted: either way each
+    # row's positive labels, largest first, zeros after them, in the dtype the labels came in
+    rng = np.random.default_rng(width)
+    dtype = np.int64 if max(labels) > 127 else np.int8
+    judged = rng.choice(np.array(labels, dtype=dtype), size=(6, 12))
+    expected = np.sort(np.maximum(judged, 0), axis=1)[:, ::-1][:, :width]
+    best = metrics._best_first(judged, width)
+    assert best.dtype == judged.dtype and np.array_equal(best, expected)
