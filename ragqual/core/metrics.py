@@ -656,7 +656,8 @@ def _best_first(judged: np.ndarray, width: int) -> np.ndarray:
     if top > _FEW_GAINS:
         gains = np.maximum(judged, 0)
         gains.sort(axis=1)
-        return gains[:, ::-1][:, :width]
+        best_sorted: np.ndarray = gains[:, ::-1][:, :width]
+        return best_sorted
     columns = np.arange(min(width, judged.shape[1]))
     best = np.zeros((len(judged), len(columns)), dtype=judged.dtype)
     for level in range(1, top + 1):
