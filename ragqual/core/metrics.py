@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain, compress, islice, repeat
-from operator import and_, attrgetter, methodcaller
+from operator import and_, attrgetter, is_, methodcaller
 
 import numpy as np
 
@@ -336,14 +336,23 @@ def mean_scores(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     qids = sorted(results)
     rows = list(map(results.__getitem__, qids))
     names = list(dict.fromkeys(chain.from_iterable(rows)))
+    plain = all(map(is_, map(type, rows), repeat(dict)))
     means: dict[str, float] = {}
     for name in names:
         values = np.empty(len(rows) + 1)
         values[0] = 0.0
-        values[1:] = np.fromiter(map(methodcaller("get", name, 0.0), rows), np.float64, len(rows))
+        values[1:] = np.fromiter(_column(rows, name, plain), np.float64, len(rows))
         total = float(np.add.accumulate(values)[-1])
         means[name] = total if name.startswith("num_") else (total / len(qids) if qids else 0.0)
     return means
+
+
+def _column(rows: list[Mapping[str, float]], name: str, plain: bool) -> Iterator[float]:
+    """Each row's value of `name`, 0.0 where it has none. `plain` rows (all exactly dicts, as
+    `evaluate` returns) are read with dict.get itself, without looking the method up on each row."""
+    if plain:
+        return map(dict.get, rows, repeat(name), repeat(0.0))  # type: ignore[arg-type]  # rows are dicts here
+    return map(methodcaller("get", name, 0.0), rows)
 
 
 # ---------------------------------------------------------------------------------------
@@ -425,20 +434,40 @@ def _inputs(qrels: Qrels, run: Run, qids: list[str]) -> _Inputs:
     scores = np.fromiter(chain.from_iterable(map(methodcaller("values"), per_query)), np.float64, total)
     if total and np.isnan(scores.min()):  # min propagates NaN; no mask of a million cells
         raise InputError("a score is NaN; NaN cannot be ranked")
-    labels = _labels(judgements, per_query, total)
     judged_sizes = np.fromiter(map(len, judgements), np.int64, len(qids))
-    judged = _small_ints(lambda: chain.from_iterable(map(methodcaller("values"), judgements)), int(judged_sizes.sum()))
+    judged, labels = _label_arrays(judgements, per_query, int(judged_sizes.sum()), total)
     neg_scores = np.negative(scores, out=scores)  # in place: one large array fewer to fault in
     return _Inputs(_flat(neg_scores, sizes), _flat(labels, sizes), _flat(judged, judged_sizes), per_query)
 
 
-def _labels(judgements: list[Mapping[str, int]], per_query: list[Mapping[str, float]], total: int) -> np.ndarray:
-    """Each retrieved document's label, run after run (NOT_JUDGED when the qrels lack it)."""
-    def lookups() -> Iterator[int]:
-        not_judged = repeat(NOT_JUDGED)  # endless, so every query's look-ups can share it
-        return chain.from_iterable(map(map, map(attrgetter("get"), judgements), per_query, repeat(not_judged)))
+_BYTE_NOT_JUDGED = NOT_JUDGED & 0xFF
+"""The byte that reads as NOT_JUDGED in int8 (255 -> -1)."""
 
-    return _small_ints(lookups, total)
+
+def _label_arrays(judgements: list[Mapping[str, int]], per_query: list[Mapping[str, float]], judged_total: int,
+                  total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every judged label (qrels order) and each retrieved document's label (run order, NOT_JUDGED
+    when the qrels lack it).
+
+    When every judged label is 0..127, as usual, both are filled through a bytearray (a C loop
+    a few times quicker per item than np.fromiter's) and read as int8, the same values; a
+    look-up that misses gives the byte 255, which reads as NOT_JUDGED. Else as `_small_ints`.
+    """
+    def judged_values() -> Iterator[int]:
+        return chain.from_iterable(map(methodcaller("values"), judgements))
+
+    def lookups(not_judged: int) -> Iterator[int]:
+        default = repeat(not_judged)  # endless, so every query's look-ups can share it
+        return chain.from_iterable(map(map, map(attrgetter("get"), judgements), per_query, repeat(default)))
+
+    try:
+        judged = np.frombuffer(bytearray(judged_values()), np.int8)
+    except (TypeError, ValueError):  # a label out of 0..255, or not an int
+        pass
+    else:
+        if bool((judged >= 0).all()):  # 128..255 would read as negative
+            return judged, np.frombuffer(bytearray(lookups(_BYTE_NOT_JUDGED)), np.int8)
+    return _small_ints(judged_values, judged_total), _small_ints(lambda: lookups(NOT_JUDGED), total)
 
 
 def _small_ints(values: Callable[[], Iterator[int]], count: int) -> np.ndarray:
@@ -460,15 +489,24 @@ def _ranked_labels(inputs: _Inputs, rows: np.ndarray, width: int, unjudged_below
     """
     neg = inputs.neg_scores.padded(rows, width, math.inf)
     order = np.argsort(neg, axis=1)
-    labels = np.take_along_axis(inputs.labels.padded(rows, width, NOT_JUDGED), order, axis=1)
-    if unjudged_below is not None:
-        labels[labels < min(unjudged_below, 1)] = NOT_JUDGED  # below the level and <= 0, labels being ints
+    labels = _take_along_rows(inputs.labels.padded(rows, width, NOT_JUDGED), order)
+    if unjudged_below is not None:  # below the level and <= 0, labels being ints
+        np.copyto(labels, NOT_JUDGED, where=labels < min(unjudged_below, 1))
     # the scores in rank order, sorted where they lie (nothing reads them after this block); a
     # sort may put 0.0 and -0.0 the other way round, but they compare equal, and equality is
     # all the tie repair reads
     neg.sort(axis=1)
     _break_ties(labels, order, neg, inputs, rows)
     return labels
+
+
+def _take_along_rows(matrix: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """`matrix[i, columns[i, j]]` for every i, j: np.take_along_axis(matrix, columns, axis=1)
+    through one take from the flattened matrix, a plain gather (take_along_axis indexes with a
+    pair of broadcast index arrays, several times the work per cell)."""
+    flat = columns + np.arange(0, matrix.size, matrix.shape[1])[:, None]
+    taken: np.ndarray = matrix.reshape(-1).take(flat)
+    return taken
 
 
 def _break_ties(labels: np.ndarray, order: np.ndarray, ranked: np.ndarray, inputs: _Inputs, rows: np.ndarray) -> None:
@@ -605,6 +643,28 @@ def _batch_columns(
     return columns
 
 
+_FEW_GAINS = 8
+"""Up to this many gain levels, ideal rankings are counted out rather than sorted."""
+
+
+def _best_first(judged: np.ndarray, width: int) -> np.ndarray:
+    """Each row's gains (its positive labels, 0 for the rest) best first, in at most `width` columns.
+
+    With few gain levels (the usual 1..3) no sort is needed: a row's j-th best gain is the number
+    of levels v at which more than j of its labels are >= v (a few counts and comparisons)."""
+    top = int(judged.max(initial=0))
+    if top > _FEW_GAINS:
+        gains = np.maximum(judged, 0)
+        gains.sort(axis=1)
+        best_sorted: np.ndarray = gains[:, ::-1][:, :width]
+        return best_sorted
+    columns = np.arange(min(width, judged.shape[1]))
+    best = np.zeros((len(judged), len(columns)), dtype=judged.dtype)
+    for level in range(1, top + 1):
+        best += columns < np.count_nonzero(judged >= level, axis=1)[:, None]
+    return best
+
+
 def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     out = np.zeros(len(numerator))
     quotient: np.ndarray = np.divide(numerator, denominator, out=out, where=denominator > 0)
@@ -635,11 +695,9 @@ class _Block:
         if max_docs is not None:
             labels[:, max_docs:] = NOT_JUDGED
         self.labels = _fit(labels, self.width, NOT_JUDGED)
-        gains = np.maximum(judged, 0)
-        gains.sort(axis=1)
-        # best first; no wider than the labels (past the positive gains every cell is 0, which adds
-        # nothing to a DCG), and no padding to their width either
-        self.ideal_gains = gains[:, ::-1][:, : self.width]
+        # no wider than the labels (past the positive gains every cell is 0, which adds nothing to
+        # a DCG), and no padding to their width either
+        self.ideal_gains = _best_first(judged, self.width)
         sizes = inputs.labels.sizes[rows]
         self.num_ret = sizes if max_docs is None else np.minimum(sizes, max_docs)
         self.level = level

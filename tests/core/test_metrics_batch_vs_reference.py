@@ -103,3 +103,29 @@ def test_the_benchmark_shape_matches_on_a_slice():
         run[f"q{t}"] = dict(zip(retrieved.tolist(), np.round(rng.random(100), 3).tolist()))
     for measures in (BENCH_MEASURES, WITH_BPREF):
         assert bits(evaluate(qrels, run, measures)) == bits(evaluate_reference(qrels, run, measures))
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("measures", [WITH_BPREF, BENCH_MEASURES], ids=["bpref", "bench"])
+def test_labels_read_as_bytes_match_the_per_query_kernels(seed, measures):
+    # every label 0..127, so labels are read through a bytearray (the -1 of the other cases sends
+    # them to np.fromiter); rankings up to 90 long with scores rounded to two decimals, so tied
+    # documents sit in both halves of a ranking and their names are read from either end
+    rng = np.random.default_rng(300 + seed)
+    pool = [*NAMES, *(f"doc{i}" for i in range(150))]
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for t in range(30):
+        qid = f"q{t}"
+        if rng.random() < 0.9:
+            judged = rng.choice(len(pool), size=int(rng.integers(0, 60)), replace=False)
+            qrels[qid] = {pool[i]: int(rng.choice([0, 0, 1, 2, 3, 127])) for i in judged}
+        if rng.random() < 0.9:
+            retrieved = rng.choice(len(pool), size=int(rng.integers(0, 91)), replace=False)
+            run[qid] = {pool[i]: float(np.round(rng.random() / 4, 2)) for i in retrieved}
+    assert metrics._label_arrays([{"d": 127}], [{"d": 0.5, "e": 0.1}], 1, 2)[1].dtype == np.int8
+    for level in (0, 1, 2, 127):
+        for complete in (False, True):
+            options = {"relevance_level": level, "complete": complete}
+            assert bits(evaluate(qrels, run, measures, **options)) == \
+                bits(evaluate_reference(qrels, run, measures, **options)), options

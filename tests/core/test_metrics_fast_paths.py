@@ -10,6 +10,7 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
+from ragqual.core import metrics
 from ragqual.core.metrics import evaluate, evaluate_reference, evaluated_queries, mean_scores
 from ragqual.errors import InputError
 
@@ -123,3 +124,67 @@ def test_labels_past_int8_give_the_same_bits(seed, extreme):
             options = {"relevance_level": level, "complete": complete}
             assert bits_rows(evaluate(qrels, run, measures, **options)) == \
                 bits_rows(evaluate_reference(qrels, run, measures, **options)), options
+
+
+LABEL_SETS = [[0, 1, 2], [0, 127], [0, 128], [-1, 0, 2], [255], [256, 1], [True, False], [np.int64(3), 0],
+              [2**40], [1.0, 2.0], []]
+
+
+@pytest.mark.parametrize("values", LABEL_SETS, ids=map(repr, LABEL_SETS))
+def test_label_arrays_through_bytes_or_fromiter_give_the_plain_values(values):
+    # labels 0..127 are read through a bytearray (a miss is the byte 255, read as -1); anything
+    # else (negative, 128 and up, not an int) goes the np.fromiter way: the same values either way
+    rng = np.random.default_rng(len(values))
+    judgements = [{f"d{i}": values[int(rng.integers(len(values)))] for i in range(n)} if values else {}
+                  for n in (0, 5, 9)]
+    per_query = [{f"d{i}": 0.5 for i in rng.permutation(12)} for _ in judgements]
+    judged_total = sum(map(len, judgements))
+    judged, labels = metrics._label_arrays(judgements, per_query, judged_total, 36)
+    assert judged.tolist() == [int(v) for j in judgements for v in j.values()]
+    assert labels.tolist() == [int(j.get(d, -1)) for j, r in zip(judgements, per_query) for d in r]
+    bytes_path = all(isinstance(v, (int, np.integer)) and 0 <= v < 128 for v in values)
+    assert (labels.dtype == np.int8) if bytes_path else labels.dtype in (np.int8, np.int64)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (4, 7), (9, 2)])
+def test_take_along_rows_is_take_along_axis(shape):
+    rng = np.random.default_rng(shape[0])
+    matrix = rng.integers(-1, 5, size=shape).astype(np.int8)
+    columns = np.argsort(rng.random(shape), axis=1)
+    taken = metrics._take_along_rows(matrix, columns)
+    assert taken.dtype == matrix.dtype
+    assert np.array_equal(taken, np.take_along_axis(matrix, columns, axis=1))
+
+
+def test_mean_scores_reads_plain_dicts_without_a_method_call_per_row(monkeypatch):
+    # rows that are all exactly dicts are read with dict.get itself; one read-only row sends the
+    # whole mean the per-row method way; both give the Python loop's bits
+    calls: list[tuple] = []
+    real = metrics.methodcaller
+
+    def counting(*args: object) -> object:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(metrics, "methodcaller", counting)
+    rng = np.random.default_rng(3)
+    results = {f"q{i}": {"map": float(rng.random()), "num_ret": float(i)} for i in rng.permutation(50)}
+    assert bits(mean_scores(results)) == bits(plain_mean_scores(results))
+    assert not [args for args in calls if args[0] == "get"]
+    results["q7"] = MappingProxyType(dict(results["q7"]))  # type: ignore[assignment]
+    assert bits(mean_scores(results)) == bits(plain_mean_scores(results))
+    assert [args for args in calls if args[0] == "get"]
+
+
+@pytest.mark.parametrize("labels", [[-1, 0, 1, 2], [0, 3, 8], [0, 9, 1], [-1], [127, 5, 0], [2**40, 1]],
+                         ids=["usual", "eight-levels", "nine-levels", "none", "int8-top", "int64"])
+@pytest.mark.parametrize("width", [1, 4, 30])
+def test_ideal_gains_counted_out_are_the_sorted_gains(labels, width):
+    # up to _FEW_GAINS levels the best-first gains are counted, past it sorted: either way each
+    # row's positive labels, largest first, zeros after them, in the dtype the labels came in
+    rng = np.random.default_rng(width)
+    dtype = np.int64 if max(labels) > 127 else np.int8
+    judged = rng.choice(np.array(labels, dtype=dtype), size=(6, 12))
+    expected = np.sort(np.maximum(judged, 0), axis=1)[:, ::-1][:, :width]
+    best = metrics._best_first(judged, width)
+    assert best.dtype == judged.dtype and np.array_equal(best, expected)
