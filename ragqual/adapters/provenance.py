@@ -9,7 +9,8 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,35 @@ def git_state(cwd: Path) -> tuple[str | None, bool | None, str]:
     return sha.stdout.strip(), bool(status.stdout.strip()), "ok"
 
 
+GitState = tuple[str | None, bool | None, str]
+
+
+def git_state_ahead(cwd: Path | None = None) -> Callable[[], GitState]:
+    """`git_state` asked on a daemon thread now; the returned function waits for it.
+
+    The one or two `git` processes (start-up, and `git status` reading the work tree) take 10-60 ms
+    of waiting that a run can spend searching instead; the answer is the same as asking later,
+    since a run does not write inside the checkout before it records its provenance. Should the
+    thread fail, the answer is asked again in the foreground, where the error shows."""
+    here = cwd or Path.cwd()
+    answer: list[GitState] = []
+
+    def ask() -> None:
+        try:
+            answer.append(git_state(here))
+        except Exception:  # noqa: BLE001 - asked again in the foreground, which raises it there
+            return
+
+    thread = threading.Thread(target=ask, name="ragqual-git-state", daemon=True)
+    thread.start()
+
+    def take() -> GitState:
+        thread.join()
+        return answer[0] if answer else git_state(here)
+
+    return take
+
+
 def capture(
     *,
     argv: Sequence[str] | None = None,
@@ -48,9 +78,11 @@ def capture(
     corpus_fingerprint: str | None = None,
     dataset_hash: str | None = None,
     prompt_hashes: Sequence[str] = (),
+    git: Callable[[], GitState] | None = None,
 ) -> Provenance:
+    """The run's provenance; `git` gives the git state asked ahead (`git_state_ahead`), else it is asked now."""
     here = cwd or Path.cwd()
-    sha, dirty, note = git_state(here)
+    sha, dirty, note = git() if git is not None else git_state(here)
     status, drifted = lock_state(find_project_root(here) or here, prompt_hashes)
     params = {**(params or {}), **lock_params(status, drifted)}
     return Provenance(

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ragqual.adapters.provenance import capture
+from ragqual.adapters.provenance import GitState, capture, git_state_ahead
 from ragqual.app.collector import settled_objects_frozen
 from ragqual.app.context import AppContext
 from ragqual.app.corpus import (
@@ -123,26 +123,29 @@ def run_retrieval(app: AppContext, corpus: CorpusContext, goldens: Sequence[Gold
     run's `label` (name, tags) in its params. The history is opened first: a database behind the
     current migration is refused before any search. `extra_params` adds to the run's recorded
     parameters what only the results tell (a sweep's latency and index figures). The corpus's caches
-    open on a background thread meanwhile (CorpusContext.open_caches_ahead)."""
+    open on a background thread meanwhile (CorpusContext.open_caches_ahead), and git is asked for the
+    provenance on another while the searches run (`git_state_ahead`)."""
+    git = git_state_ahead()
     if retriever is None:
         corpus.open_caches_ahead()
     store = app.store()
     configs = {name: config.with_glossary(corpus.glossary) for name, config in configs.items()}
     retriever = retriever or build_retriever(corpus)
     with settled_objects_frozen():
-        return _retrieve_and_append(app, store, corpus, goldens, configs, kind, retriever, label, extra_params)
+        return _retrieve_and_append(app, store, corpus, goldens, configs, kind, retriever, label, extra_params, git)
 
 
 def _retrieve_and_append(app: AppContext, store: Any, corpus: CorpusContext, goldens: Sequence[Golden],
                          configs: dict[str, RetrievalConfig], kind: str, retriever: Retriever, label: RunLabel,
-                         extra_params: Callable[[dict[str, TierResult]], dict[str, Any]] | None) -> RetrievalOutcome:
+                         extra_params: Callable[[dict[str, TierResult]], dict[str, Any]] | None,
+                         git: Callable[[], GitState]) -> RetrievalOutcome:
     retriever.prefetch([g.query for g in goldens], list(configs.values()))
     results = {name: run_tier(retriever, goldens, cfg) for name, cfg in configs.items()}
     provenance = capture(params={"configs": {n: c.as_dict() for n, c in configs.items()},
                                  "chunking": corpus.chunk_config.as_dict(), "embedder": corpus.embedder_id,
                                  "goldens": len(goldens), **label.as_params(),
                                  **(extra_params(results) if extra_params else {})},
-                         corpus_fingerprint=corpus.fingerprint, dataset_hash=goldens_hash(goldens))
+                         corpus_fingerprint=corpus.fingerprint, dataset_hash=goldens_hash(goldens), git=git)
     run_id = store.start_run(kind, SUBJECT, provenance)
     record_goldens(app, goldens)
     for name, result in results.items():

@@ -45,3 +45,47 @@ def test_a_run_records_whether_it_ran_against_the_goldens_lock(tmp_path):
     (tmp_path / "goldens" / "g.jsonl").write_text("{} \n")
     drifted = capture(argv=["ragqual"], cwd=tmp_path)
     assert drifted.params == {"goldens_lock": {"status": "drifted", "drifted": ["changed: goldens/g.jsonl"]}}
+
+
+def test_git_state_asked_ahead_is_the_answer_asked_now(tmp_path):
+    from ragqual.adapters.provenance import git_state_ahead
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert git_state_ahead(outside)() == git_state(outside) == (None, None, "not a git checkout")
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    _git(checkout, "init", "-q")
+    (checkout / "f.txt").write_text("one")
+    _git(checkout, "add", "f.txt")
+    _git(checkout, "commit", "-qm", "c")
+    (checkout / "f.txt").write_text("two")
+    ahead = git_state_ahead(checkout)()
+    assert ahead == git_state(checkout) and ahead[1:] == (True, "ok") and len(ahead[0]) == 40
+
+
+def test_capture_takes_the_git_state_given_and_asks_git_nothing(tmp_path, monkeypatch):
+    import ragqual.adapters.provenance as provenance
+
+    def no_git(*_a, **_k):
+        raise AssertionError("git asked again")
+
+    monkeypatch.setattr(provenance, "git_state", no_git)
+    prov = capture(argv=["ragqual"], cwd=tmp_path, git=lambda: ("a" * 40, False, "ok"))
+    assert (prov.git_sha, prov.git_dirty, prov.git_note) == ("a" * 40, False, "ok")
+
+
+def test_a_failed_thread_is_asked_again_in_the_foreground(tmp_path, monkeypatch):
+    import ragqual.adapters.provenance as provenance
+
+    calls = []
+
+    def flaky(cwd):
+        calls.append(cwd)
+        if len(calls) == 1:
+            raise RuntimeError("lost on the thread")
+        return (None, None, "not a git checkout")
+
+    monkeypatch.setattr(provenance, "git_state", flaky)
+    assert provenance.git_state_ahead(tmp_path)() == (None, None, "not a git checkout")
+    assert calls == [tmp_path, tmp_path]

@@ -87,3 +87,21 @@ def test_a_history_behind_the_current_migration_is_refused_before_any_search(wor
     monkeypatch.setattr(retrieval_run, "build_retriever", lambda corpus: (_ for _ in ()).throw(AssertionError("searched")))
     code, _, err = ragqual(db, ["retrieval", "--strategy", "bm25"], capsys)
     assert code == 2 and "is at 0006, this ragqual needs" in err and "ragqual db upgrade" in err
+
+
+def test_git_is_asked_off_the_main_thread_while_the_run_searches(workdir, monkeypatch):
+    import threading
+
+    import ragqual.adapters.provenance as provenance
+
+    asked_on = []
+    real = provenance.git_state
+
+    def recorded(cwd):
+        asked_on.append(threading.current_thread().name)
+        return real(cwd)
+
+    monkeypatch.setattr(provenance, "git_state", recorded)
+    result = invoke("retrieval", "--strategy", "bm25")
+    assert result.exit_code == 0, result.output
+    assert asked_on == ["ragqual-git-state"]
