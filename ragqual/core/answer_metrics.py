@@ -52,7 +52,7 @@ def _found(phrases: Iterable[_Phrase], text: str, folded: str, seen: dict[str, b
     `seen` the literal tests made on it (`prefilter.admits`). One loop, no call per phrase but
     the pre-filter's: a clause is read against ~40 phrases, and most fail the pre-filter."""
     for phrase in phrases:
-        if admits(phrase.needs, folded, seen) and _pattern(phrase.source).search(text) is not None:
+        if admits(phrase.needs, folded, seen) and textmatch.compiled(phrase.source).search(text) is not None:
             return True
     return False
 
@@ -64,8 +64,8 @@ def _phrases(patterns: Iterable[str]) -> tuple[_Phrase, ...]:
 # Read on first use, not at import, and each pattern compiled on the first text that has its
 # literals: `regex` parses ~60 patterns in Python (~2 ms each), which a command that imports this
 # module only to describe cases (the retrieval tier) never needs, and which most runs' answers
-# never need either. That command does not even import `regex` (~0.01 s): `_pattern` does, when
-# it first compiles.
+# never need either. That command does not even import `regex` (~0.01 s): `textmatch.compiled`
+# does, when it first compiles.
 _PATTERN_SETS = {"refusal": REFUSAL_PATTERNS, "hedge": HEDGE_PATTERNS, "aside": ASIDE_PATTERNS,
                  "leak": LEAKAGE_PATTERNS, "think": (THINK_TAG_PATTERN,)}
 
@@ -73,13 +73,6 @@ _PATTERN_SETS = {"refusal": REFUSAL_PATTERNS, "hedge": HEDGE_PATTERNS, "aside": 
 @functools.cache
 def _patterns(kind: str) -> tuple[_Phrase, ...]:
     return _phrases(_PATTERN_SETS[kind])
-
-
-@functools.cache
-def _pattern(source: str, ignore_case: bool = True) -> regex.Pattern[str]:
-    import regex
-
-    return regex.compile(source, regex.IGNORECASE if ignore_case else 0)
 
 
 _EDGES = " \t\"'\u201c\u201d()[]*_,"
@@ -119,8 +112,8 @@ def clauses(answer: str) -> list[str]:
 
 def iter_clauses(answer: str) -> Iterator[str]:
     """`clauses`, one at a time: a reader that stops at the first clause it needs cuts no further."""
-    lead, has_word = _pattern(CLAUSE_LEAD), _pattern(r"[\p{L}\p{N}]", ignore_case=False)
-    for piece in _pattern(CLAUSE_BREAK).splititer(_fold(answer)):
+    lead, has_word = textmatch.compiled(CLAUSE_LEAD), textmatch.compiled_as_written(r"[\p{L}\p{N}]")
+    for piece in textmatch.compiled(CLAUSE_BREAK).splititer(_fold(answer)):
         clause = lead.sub("", piece.strip(_EDGES)).strip(_EDGES)
         if has_word.search(clause) is not None:
             yield clause

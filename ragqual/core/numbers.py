@@ -29,6 +29,8 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ragqual.core.textmatch import compiled_as_written
+
 if TYPE_CHECKING:
     import regex
 
@@ -77,16 +79,6 @@ _NON_ASCII = r"[^\x00-\x7f]+"
 _DIGIT = r"\d"
 
 
-@functools.cache
-def _compiled(source: str) -> regex.Pattern[str]:
-    """One of this module's patterns, compiled on first use rather than at import: a command that
-    imports this module but reads no answer (the retrieval tier, through the RAG subject) does not
-    import `regex` (~0.01 s) for it."""
-    import regex
-
-    return regex.compile(source)
-
-
 def _digits_ascii(text: str) -> bool:
     """Every digit `_FIGURE` reads in `text` (`\\d`: any Unicode decimal digit) is 0-9.
 
@@ -97,7 +89,7 @@ def _digits_ascii(text: str) -> bool:
     try:
         text.encode("latin-1")
     except UnicodeEncodeError:
-        return _compiled(_DIGIT).search("".join(_compiled(_NON_ASCII).findall(text))) is None
+        return compiled_as_written(_DIGIT).search("".join(compiled_as_written(_NON_ASCII).findall(text))) is None
     return True
 
 
@@ -116,7 +108,7 @@ def figure_stretches(text: str) -> list[str]:
     is the end of the piece. The characters kept before a run start no match of their own: no
     digit stands between two runs, and a dash there starts one only right before the run, as in
     `text`."""
-    parts = _compiled(_DIGIT_RUN).split(text)  # [before the 1st run, 1st run, between, 2nd run, ..., after the last]
+    parts = compiled_as_written(_DIGIT_RUN).split(text)  # [before the 1st run, 1st run, between, 2nd run, ..., after the last]
     return [" " + before[-2:] + run for before, run in zip(parts[::2], parts[1::2])]
 
 
@@ -134,7 +126,7 @@ def _values(matches: list[tuple[str, str, str, str, str]]) -> list[FigureValue]:
 def _stretch_values(stretch: str) -> tuple[FigureValue, ...]:
     """The figures of one of `figure_stretches`: read once per distinct stretch (a page repeats
     its figures, "2 cups", "1 minute", and texts repeat pages)."""
-    return tuple(_values(_compiled(_FIGURE).findall(stretch)))
+    return tuple(_values(compiled_as_written(_FIGURE).findall(stretch)))
 
 
 def figure_values(text: str) -> list[FigureValue]:
@@ -143,7 +135,7 @@ def figure_values(text: str) -> list[FigureValue]:
     their values are (a float never equals a str), so sets of values count like sets of figures:
     groundedness reads them without building a figure object per number."""
     if not _digits_ascii(text):
-        return _values(_compiled(_FIGURE).findall(text))
+        return _values(compiled_as_written(_FIGURE).findall(text))
     found: list[FigureValue] = []
     for stretch in figure_stretches(text):
         found += _stretch_values(stretch)

@@ -13,7 +13,6 @@ The first occurrence counts: every format writes it in the header, before any st
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
@@ -22,13 +21,6 @@ from typing import Any
 HEAD_KEY = "history_head"
 _VALUE = r"sha256:([0-9a-f]{64}) at seal (\d+) \((\d+) seals?\)"
 _IN_TEXT = HEAD_KEY + r"(?:\s|[*:|=\"]|</?[a-z]+>){0,12}" + _VALUE  # the value after its key, in any format
-
-
-@functools.cache
-def _compiled(pattern: str) -> re.Pattern[str]:
-    """`_VALUE` or `_IN_TEXT`, compiled when first read rather than at import: every run imports
-    this module (with the seals, store.sealing) and most never read a published head."""
-    return re.compile(pattern)
 
 
 @dataclass(frozen=True)
@@ -45,7 +37,7 @@ class PublishedHead:
 
 def parse_head(value: str) -> PublishedHead | None:
     """The head in its one-line form (None when `value` is not one)."""
-    m = _compiled(_VALUE).fullmatch(value.strip())
+    m = re.fullmatch(_VALUE, value.strip())  # re's own cache: compiled on first use
     return PublishedHead(m[1], int(m[2]), int(m[3])) if m else None
 
 
@@ -72,5 +64,5 @@ def find_head(document: str) -> PublishedHead | None:
             return _in_json(json.loads(document))
         except ValueError:
             pass  # not JSON after all: read it as text
-    m = _compiled(_IN_TEXT).search(document)
+    m = re.search(_IN_TEXT, document)
     return PublishedHead(m[1], int(m[2]), int(m[3])) if m else None

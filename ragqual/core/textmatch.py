@@ -92,6 +92,16 @@ def compiled(pattern: str) -> regex.Pattern[str]:
         raise InvalidPattern(pattern, str(exc)) from None
 
 
+@functools.cache
+def compiled_as_written(pattern: str) -> regex.Pattern[str]:
+    """One of ragqual's own patterns, compiled with no flags (case matters) when first used, for
+    the same reason as `compiled`: a command that reads no answer never imports `regex`. Unbounded:
+    the patterns are the package's, a fixed few."""
+    import regex
+
+    return regex.compile(pattern)
+
+
 def search(pattern: str, text: str, timeout: float = DEFAULT_TIMEOUT) -> bool:
     """True when `pattern` matches anywhere in `text`; raises `RegexTimeout` past `timeout` seconds."""
     if not (timeout > 0 and math.isfinite(timeout)):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import regex
 
-from ragqual.core import answer_metrics, answer_patterns, numbers
+from ragqual.core import answer_metrics, answer_patterns, numbers, textmatch
 from ragqual.core.answer_metrics import clause_kind, clauses, groundedness, is_refusal
 from ragqual.core.numbers import Date, Figure, Number, figure_values, read_figures
 
@@ -157,7 +157,7 @@ def test_a_text_without_their_literals_compiles_no_phrase_pattern(monkeypatch):
         return real(pattern, flags, *args, **kwargs)
 
     answer_metrics._patterns.cache_clear()
-    answer_metrics._pattern.cache_clear()
+    textmatch.compiled.cache_clear()
     monkeypatch.setattr(regex, "compile", counting)
     page = ("Boil the water for one minute (three at altitude). Let it cool before you drink it; "
             "keep it in a clean, covered container and use it within 24 hours.") * 20
@@ -184,7 +184,7 @@ def test_groundedness_reads_figure_values_without_figure_objects(monkeypatch):
 def finditer_figures(text: str) -> list[Figure]:
     """The reading of `read_figures` before `figure_values`, one match object per figure."""
     found: list[Figure] = []
-    for m in numbers._compiled(numbers._FIGURE).finditer(text):
+    for m in numbers.compiled_as_written(numbers._FIGURE).finditer(text):
         if m.group("date"):
             found.append(Date(m.group("date")))
         elif m.group("int"):
@@ -194,7 +194,7 @@ def finditer_figures(text: str) -> list[Figure]:
 
 
 def test_figure_values_read_what_the_match_objects_read():
-    assert list(numbers._compiled(numbers._FIGURE).groupindex) == ["date", "dotted", "sign", "int", "frac"]
+    assert list(numbers.compiled_as_written(numbers._FIGURE).groupindex) == ["date", "dotted", "sign", "int", "frac"]
     for text in FIGURE_TEXTS + CORPUS + ROWS + [a for a, _ in _pairs()]:
         want = finditer_figures(text)
         assert read_figures(text) == want

@@ -34,7 +34,7 @@ ALPHABET = list("0123456789,.-\u2212\u2013\u2014+ aZ_(\n\t=:;<'\"") + [
     "\u00e9", "\u00b0", "\u00bd", "\u00b2", "\u0663", "\uff13", "\u2028", "\x1c", "\u00a0", "\u00ab", "\u2264"]
 
 
-FIGURE = numbers._compiled(numbers._FIGURE)
+FIGURE = numbers.compiled_as_written(numbers._FIGURE)
 
 
 def whole_text_values(text: str) -> list[FigureValue]:
@@ -103,8 +103,8 @@ def test_a_page_is_searched_only_around_its_figures_and_each_stretch_once(monkey
     page = max(CORPUS, key=len)
     want = figure_values(page)
     searched: list[str] = []
-    recording, compiled = _Recording(searched), numbers._compiled
-    monkeypatch.setattr(numbers, "_compiled", lambda source: recording if source == numbers._FIGURE else compiled(source))
+    recording, compiled = _Recording(searched), numbers.compiled_as_written
+    monkeypatch.setattr(numbers, "compiled_as_written", lambda source: recording if source == numbers._FIGURE else compiled(source))
     numbers._stretch_values.cache_clear()
     assert figure_values(page) == want
     assert sorted(searched) == sorted(set(figure_stretches(page)))
