@@ -98,6 +98,40 @@ CREATE TABLE seal_rows (seal_id INTEGER NOT NULL, tbl INTEGER NOT NULL, ids TEXT
                         PRIMARY KEY (seal_id, tbl)) WITHOUT ROWID;
 """
 
+LEANER = {
+    "CREATE INDEX ix_trials_run_mode ON trials (run_id, mode);\n": "",
+    "                                assertion_def INTEGER NOT NULL, passed INTEGER NOT NULL, detail TEXT);\n"
+    "CREATE INDEX ix_assertion_results_trial_batch ON assertion_results (trial_id, batch);\n":
+    "                                assertion_def INTEGER NOT NULL, passed INTEGER NOT NULL, detail TEXT,\n"
+    "                                PRIMARY KEY (trial_id, batch, id)) WITHOUT ROWID;\n",
+    "                           perfect INTEGER NOT NULL, per_category INTEGER NOT NULL);\n"
+    "CREATE INDEX ix_trial_scores_trial_scorer ON trial_scores (trial_id, scorer, scorer_version, id, score, perfect);\n":
+    "                           perfect INTEGER NOT NULL, per_category INTEGER NOT NULL,\n"
+    "                           PRIMARY KEY (trial_id, scorer, scorer_version, id)) WITHOUT ROWID;\n",
+    "                          cost REAL, currency TEXT, batch INTEGER NOT NULL);\n"
+    "CREATE INDEX ix_trial_costs_trial ON trial_costs (trial_id, id);\n":
+    "                          cost REAL, currency TEXT, batch INTEGER NOT NULL,\n"
+    "                          PRIMARY KEY (trial_id, id)) WITHOUT ROWID;\n",
+    "CREATE INDEX ix_metric_values_trial_id ON metric_values (trial_id);\n": "",
+}
+"""`--lean`: the floor with the fewest indexes we can see any read living with. Results, scores
+and costs are stored in their trial's order (clustered, WITHOUT ROWID) instead of indexed by it;
+a trial's metrics are read through its run (the clustered key starts with the run); trials by run
+and mode go through the slot's unique index. What stays: the uniqueness of slots, content hashes,
+names and versions, and the piece keys an append looks texts up by."""
+
+
+def floor_schema(lean: bool) -> str:
+    schema = FLOOR_SCHEMA
+    if lean:
+        for before, after in LEANER.items():
+            assert before in schema, before
+            schema = schema.replace(before, after)
+        for table in ("assertion_results", "trial_scores", "trial_costs"):  # the key is now clustered
+            schema = schema.replace(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY,", f"CREATE TABLE {table} (id INTEGER NOT NULL,")
+    return schema
+
+
 COPIED = ("runs", "run_events", "system_prompts", "variant_configs", "corpus_snapshots", "retrieval_results",
           "case_aliases", "seal_spans", "labels", "judgements", "judge_audits", "pricing_snapshots",
           "run_summaries", "alembic_version")
@@ -162,9 +196,11 @@ class Floor:
         return self.texts[body]
 
 
-def build(src: sqlite3.Connection, dst: sqlite3.Connection, bits: int, zlib_texts: bool = False) -> Floor:
-    """Fill `dst` with every fact of `src` in the floor layout (texts zlib-compressed whole, if asked)."""
-    dst.executescript(FLOOR_SCHEMA)
+def build(src: sqlite3.Connection, dst: sqlite3.Connection, bits: int, zlib_texts: bool = False,
+          lean: bool = False) -> Floor:
+    """Fill `dst` with every fact of `src` in the floor layout (texts zlib-compressed whole, or
+    the `LEANER` indexes, if asked)."""
+    dst.executescript(floor_schema(lean))
     if zlib_texts:
         dst.execute("CREATE TABLE ztexts (id INTEGER PRIMARY KEY, sha256 BLOB NOT NULL UNIQUE, body BLOB NOT NULL)")
     floor = Floor(dst, bits, zlib_texts)
@@ -347,17 +383,20 @@ def main() -> None:
     src = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
     src.execute(f"VACUUM INTO '{compact}'")  # the history packed the same way the floor will be
     paths, labels = [compact], ["history as written"]
-    for zlib_texts in (False, True):
-        floor_path = folder / ("floor-zlib.db" if zlib_texts else "floor.db")
+    layouts = [("floor.db", False, False, "floor, plain text"),
+               ("floor-lean.db", False, True, "floor, plain text, fewest indexes"),
+               ("floor-zlib.db", True, False, "floor, texts zlib (not plain SQL)")]
+    for name, zlib_texts, lean, label in layouts:
+        floor_path = folder / name
         dst = sqlite3.connect(floor_path)
         with dst:
-            floor = build(src, dst, args.piece_bits, zlib_texts)
+            floor = build(src, dst, args.piece_bits, zlib_texts, lean)
         dst.execute("VACUUM")
         check(src, dst, floor)
         dst.close()
         paths.append(floor_path)
-        labels.append("floor, texts zlib (not plain SQL)" if zlib_texts else "floor, plain text")
-        if not zlib_texts:
+        labels.append(label)
+        if name == "floor.db":
             note = (f"plain-text floor: {len(floor.texts):,} texts in {len(floor.pieces):,} distinct pieces, "
                     f"{len(floor.names):,} interned names, {len(floor.batches):,} batches; every text "
                     f"reassembled through `v_texts` and equal to the original, every metric row equal")

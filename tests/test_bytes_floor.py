@@ -50,16 +50,17 @@ def history(tmp_path, monkeypatch, capsys) -> Path:
     return db
 
 
-def _build(history: Path, tmp_path: Path, zlib_texts: bool = False):
+def _build(history: Path, tmp_path: Path, zlib_texts: bool = False, lean: bool = False):
     src = sqlite3.connect(history)
     dst = sqlite3.connect(tmp_path / ("floor-z.db" if zlib_texts else "floor.db"))
     with dst:
-        floor = floor_bench.build(src, dst, 1, zlib_texts)
+        floor = floor_bench.build(src, dst, 1, zlib_texts, lean)
     return src, dst, floor
 
 
-def test_the_floor_holds_every_text_and_row_of_a_real_history(history: Path, tmp_path: Path) -> None:
-    src, dst, floor = _build(history, tmp_path)
+@pytest.mark.parametrize("lean", [False, True])
+def test_the_floor_holds_every_text_and_row_of_a_real_history(history: Path, tmp_path: Path, lean: bool) -> None:
+    src, dst, floor = _build(history, tmp_path, lean=lean)
     floor_bench.check(src, dst, floor)  # raises SystemExit on any difference
     texts = src.execute("SELECT v.rendered_prompt, v.raw_output FROM v_trial_texts v ORDER BY v.trial_id").fetchall()
     assert len(texts) == 6
@@ -68,6 +69,8 @@ def test_the_floor_holds_every_text_and_row_of_a_real_history(history: Path, tmp
     assert rebuilt == texts
     assert dst.execute("SELECT COUNT(*) FROM pieces").fetchone()[0] < dst.execute(
         "SELECT SUM(json_array_length(pieces)) FROM texts").fetchone()[0]  # repeated passages stored once
+    indexes = {name for (name,) in dst.execute("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")}
+    assert ("ix_metric_values_trial_id" in indexes) is not lean and "ix_pieces_key" in indexes
 
 
 def test_the_check_catches_a_changed_piece_and_a_changed_metric(history: Path, tmp_path: Path) -> None:
