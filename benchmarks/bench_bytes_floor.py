@@ -10,18 +10,23 @@ What the floor layout keeps (each is something a reader of the history relies on
 
 * **plain text, one query away.** Every text (prompt, context, raw output, answer, case and
   assertion definitions) is readable with the stock `sqlite3` shell through a view, no extension
-  and no decompression. Texts are cut into pieces at sentence or line ends (content-defined: a cut
-  is kept when a hash of the last characters says so, so equal passages cut alike wherever they
-  appear), each distinct piece stored once, and a text is its ordered list of pieces. The benchmark
-  reassembles every text through the view and compares it with the original, byte for byte.
+  and no decompression. Texts are cut into pieces at sentence or line ends (`--piece-bits N` keeps
+  one cut in 2^N, chosen by a hash of the last characters, so equal passages are cut alike wherever
+  they appear), each distinct piece is stored once, and a text row lists its pieces as a JSON
+  array that the view `v_texts` joins back. The benchmark reassembles every text through the view
+  and compares it with the original, byte for byte.
 * **content hashes.** Each text keeps its SHA-256 (as 32 bytes, not 64 hex characters), unique.
 * **one row per fact**, so reports stay SQL aggregates: a metric value, an assertion result, a
   score, a cost, a ranking is still a row. Names that repeat (metrics, groups, batches, scorers,
   modes, strategies, case and chunk ids) are interned to small integers.
-* **the indexes the reads need** (the metric read index, trials by run and mode, the slot's
-  uniqueness, results by trial): the ones the 1M-trial read goals were measured with.
+* **the indexes the reads use** (the metric read index, metrics, results and scores by trial,
+  trials by run and mode, the slot's uniqueness): the ones the 1M-trial read goals were measured
+  with. A second column (`LEANER`) keeps only those no read can do without.
 * **a seal over every row.** Each sealed row keeps its own digest, as 8 bytes instead of 64 hex
   characters, and each seal its 32-byte chain digest.
+
+A third column stores each text whole and zlib-compressed instead of in pieces: smaller bodies,
+but not readable in plain SQL, and larger in the end (the repeats are between texts).
 
 What it drops: the per-row `created_at` (one timestamp per batch instead), and every redundant
 copy (category and weight on each assertion result: the definition holds them; doc ids beside
@@ -37,6 +42,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import tempfile
 import zlib
@@ -176,24 +182,25 @@ class Floor:
         return self.batches[uuid]
 
     def text(self, body: str | None) -> int | None:
+        """The id of `body`'s text row, appended (with its new pieces) on first sight."""
         if body is None:
             return None
-        if body not in self.texts and self.zlib_texts:
-            text_id = self.texts[body] = len(self.texts) + 1
-            self.con.execute("INSERT INTO ztexts VALUES (?, ?, ?)",
-                             (text_id, hashlib.sha256(body.encode()).digest(), zlib.compress(body.encode(), 9)))
         if body not in self.texts:
             text_id = self.texts[body] = len(self.texts) + 1
-            refs = []
-            for piece in pieces_of(body, self.bits):
-                if piece not in self.pieces:
-                    piece_id = self.pieces[piece] = len(self.pieces) + 1
-                    key = int.from_bytes(hashlib.sha256(piece.encode()).digest()[:8], "big", signed=True)
-                    self.con.execute("INSERT INTO pieces VALUES (?, ?, ?)", (piece_id, key, piece))
-                refs.append(self.pieces[piece])
-            self.con.execute("INSERT INTO texts VALUES (?, ?, ?)", (text_id, hashlib.sha256(body.encode()).digest(),
-                                                                    json.dumps(refs, separators=(",", ":"))))
+            digest = hashlib.sha256(body.encode()).digest()
+            if self.zlib_texts:
+                self.con.execute("INSERT INTO ztexts VALUES (?, ?, ?)", (text_id, digest, zlib.compress(body.encode(), 9)))
+            else:
+                refs = json.dumps([self._piece(piece) for piece in pieces_of(body, self.bits)], separators=(",", ":"))
+                self.con.execute("INSERT INTO texts VALUES (?, ?, ?)", (text_id, digest, refs))
         return self.texts[body]
+
+    def _piece(self, piece: str) -> int:
+        if piece not in self.pieces:
+            piece_id = self.pieces[piece] = len(self.pieces) + 1
+            key = int.from_bytes(hashlib.sha256(piece.encode()).digest()[:8], "big", signed=True)
+            self.con.execute("INSERT INTO pieces VALUES (?, ?, ?)", (piece_id, key, piece))
+        return self.pieces[piece]
 
 
 def build(src: sqlite3.Connection, dst: sqlite3.Connection, bits: int, zlib_texts: bool = False,
@@ -367,6 +374,32 @@ def print_side_by_side(paths: list[Path], labels: list[str], trials: int) -> Non
     print("| **total (file size)** | " + " | ".join(f"**{p.stat().st_size / trials:,.0f}**" for p in paths) + " |")
 
 
+LAYOUTS = (("floor.db", False, False, "floor, plain text"),
+           ("floor-lean.db", False, True, "floor, plain text, fewest indexes"),
+           ("floor-zlib.db", True, False, "floor, texts zlib (not plain SQL)"))
+"""(file, texts zlib-compressed, `LEANER` indexes, column label) of each layout measured."""
+
+
+def build_layouts(src: sqlite3.Connection, folder: Path, bits: int, paths: list[Path], labels: list[str]) -> str:
+    """Build and check each of `LAYOUTS` in `folder`, adding its file and label; a line on the first."""
+    note = ""
+    for name, zlib_texts, lean, label in LAYOUTS:
+        floor_path = folder / name
+        dst = sqlite3.connect(floor_path)
+        with dst:
+            floor = build(src, dst, bits, zlib_texts, lean)
+        dst.execute("VACUUM")
+        check(src, dst, floor)
+        dst.close()
+        paths.append(floor_path)
+        labels.append(label)
+        if not note:
+            note = (f"plain-text floor: {len(floor.texts):,} texts in {len(floor.pieces):,} distinct pieces, "
+                    f"{len(floor.names):,} interned names, {len(floor.batches):,} batches; every text "
+                    f"reassembled through `v_texts` and equal to the original, every metric row equal")
+    return note
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--measure", type=Path, help="build the floor from this history instead of a new eval")
@@ -374,41 +407,25 @@ def main() -> None:
                         help="a sentence or line end is a cut when this many hash bits are zero (0: every one)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ragqual-floor-"))
-    history = args.measure
-    if history is None:
-        history = folder / "eval.db"
-        print(f"running the quick-start eval into {history} (load {os.getloadavg()[0]:.2f})")
-        run_eval(history)
-    compact = folder / "history.db"
-    src = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
-    src.execute(f"VACUUM INTO '{compact}'")  # the history packed the same way the floor will be
-    paths, labels = [compact], ["history as written"]
-    layouts = [("floor.db", False, False, "floor, plain text"),
-               ("floor-lean.db", False, True, "floor, plain text, fewest indexes"),
-               ("floor-zlib.db", True, False, "floor, texts zlib (not plain SQL)")]
-    for name, zlib_texts, lean, label in layouts:
-        floor_path = folder / name
-        dst = sqlite3.connect(floor_path)
-        with dst:
-            floor = build(src, dst, args.piece_bits, zlib_texts, lean)
-        dst.execute("VACUUM")
-        check(src, dst, floor)
-        dst.close()
-        paths.append(floor_path)
-        labels.append(label)
-        if name == "floor.db":
-            note = (f"plain-text floor: {len(floor.texts):,} texts in {len(floor.pieces):,} distinct pieces, "
-                    f"{len(floor.names):,} interned names, {len(floor.batches):,} batches; every text "
-                    f"reassembled through `v_texts` and equal to the original, every metric row equal")
-    trials = _trial_count(src)
-    src.close()
-    print(f"{trials} generation trials; every file vacuumed; piece cut: 1 in {1 << args.piece_bits} "
-          f"sentence or line ends (load {os.getloadavg()[0]:.2f})")
-    print_side_by_side(paths, labels, trials)
-    print("\n" + note)
-    for leftover in folder.iterdir():
-        leftover.unlink()
-    folder.rmdir()
+    try:
+        history = args.measure
+        if history is None:
+            history = folder / "eval.db"
+            print(f"running the quick-start eval into {history} (load {os.getloadavg()[0]:.2f})")
+            run_eval(history)
+        compact = folder / "history.db"
+        src = sqlite3.connect(f"file:{history}?mode=ro", uri=True)
+        src.execute(f"VACUUM INTO '{compact}'")  # the history packed the same way the floor will be
+        paths, labels = [compact], ["history as written"]
+        note = build_layouts(src, folder, args.piece_bits, paths, labels)
+        trials = _trial_count(src)
+        src.close()
+        print(f"{trials} generation trials; every file vacuumed; piece cut: 1 in {1 << args.piece_bits} "
+              f"sentence or line ends (load {os.getloadavg()[0]:.2f})")
+        print_side_by_side(paths, labels, trials)
+        print("\n" + note)
+    finally:
+        shutil.rmtree(folder)
 
 
 if __name__ == "__main__":
